@@ -1,0 +1,67 @@
+"""Errors that carry a location and an exit code.
+
+Every failure mpsgen reports to a user is one of these; the CLI turns them into a
+one-paragraph message and an exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a file: ``path:line:col`` (1-based; col 0 means the whole line)."""
+
+    path: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line and self.col:
+            return f"{self.path}:{self.line}:{self.col}"
+        if self.line:
+            return f"{self.path}:{self.line}"
+        return self.path
+
+
+class MpsgenError(Exception):
+    """Base class. ``exit_code`` follows the CLI contract: 1 refused, 2 bad input."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, location: Location | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        if self.hint:
+            text = f"{text} {self.hint}"
+        return text
+
+
+class BadInput(MpsgenError):
+    """Flags, spec or root are wrong: exit 2."""
+
+    exit_code = 2
+
+
+class Refused(MpsgenError):
+    """The request is well-formed but cannot be carried out on this tree: exit 1."""
+
+    exit_code = 1
+
+
+class SpecErrors(BadInput):
+    """Several problems found in one or more spec files; each keeps its location."""
+
+    def __init__(self, problems: list[tuple[Location, str]]):
+        self.problems = problems
+        lines = [f"{loc}: {msg}" for loc, msg in problems]
+        super().__init__("\n".join(lines))
+
+    def __str__(self) -> str:
+        return self.message

@@ -1,0 +1,318 @@
+"""The op spec: a small, validated model of what to generate for one operator.
+
+A spec comes from a YAML file (schema: ``specs/README.md``) or from ``new-op`` flags.
+Loading reports every problem with ``file:line:col``; a loaded ``OpSpec`` is valid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from mpsgen.errors import BadInput, Location, SpecErrors
+
+KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
+NEW_OP_KINDS = KINDS
+
+# Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
+DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath")
+
+SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type")
+FILE_KEYS = ("metal", "mm")
+
+_C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ROW = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?\Z")
+_CXX_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
+    class compl const constexpr const_cast continue decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable namespace new
+    noexcept not not_eq nullptr operator or or_eq private protected public register reinterpret_cast
+    return short signed sizeof static static_assert static_cast struct switch template this
+    thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
+    wchar_t while xor xor_eq kernel device constant threadgroup half bfloat""".split()
+)
+
+
+def is_c_identifier(name: str) -> bool:
+    return bool(_C_IDENT.match(name)) and name not in _CXX_KEYWORDS
+
+
+@dataclass(frozen=True)
+class FunctorSource:
+    """Where the functor's C++ comes from: a whole struct body, one expression, or a scaffold."""
+
+    body: str | None = None
+    expr: str | None = None
+    origin: str = "scaffold"  # "flags", a spec path, or "scaffold"
+
+    @property
+    def is_scaffold(self) -> bool:
+        return self.body is None and self.expr is None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    kind: str
+    functor: FunctorSource = field(default_factory=FunctorSource)
+    dtypes: tuple[str, ...] = ("float",)
+    stub: str = ""
+    rows: tuple[str, ...] | None = None  # None: every row with a CPU/CUDA kernel and no MPS one
+    files: dict[str, str] = field(default_factory=dict)
+    alpha_type: str | None = None  # metal type of the Scalar parameter for *_alpha kinds
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.stub:
+            object.__setattr__(self, "stub", f"{self.name}_stub")
+        groups = tuple(dict.fromkeys(("float",) + tuple(self.dtypes)))
+        object.__setattr__(self, "dtypes", groups)
+
+    @property
+    def arity(self) -> int:
+        return {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}[self.kind]
+
+    @property
+    def has_alpha(self) -> bool:
+        return self.kind.endswith("_alpha")
+
+    @property
+    def base_kind(self) -> str:
+        """"unary", "binary" or "ternary": which kernel file and exec_*_kernel."""
+        return self.kind.split("_")[0]
+
+    def with_functor(self, functor: FunctorSource) -> OpSpec:
+        return replace(self, functor=functor)
+
+
+def check_name(name: str, where: str) -> str | None:
+    """Why ``name`` cannot be used as an op/stub identifier, or None if it can."""
+    if not isinstance(name, str) or not name:
+        return f"{where} must be a non-empty C identifier."
+    if not _C_IDENT.match(name):
+        shown = name.encode("unicode_escape").decode("ascii")
+        return (
+            f"{where} {shown!r} is not a C identifier (letters, digits and underscores, not starting "
+            "with a digit; no quotes, parentheses, semicolons or newlines)."
+        )
+    if name in _CXX_KEYWORDS:
+        return f"{where} {name!r} is a C++/Metal keyword; pick another name."
+    return None
+
+
+def check_dtype_groups(kind: str, groups: list[str]) -> list[str]:
+    """Problems with a list of dtype groups for this kind (empty if fine)."""
+    problems = []
+    for g in groups:
+        if g not in DTYPE_GROUPS:
+            problems.append(f"unknown dtype group {g!r}; known groups: {', '.join(DTYPE_GROUPS)}.")
+    if "int2float" in groups and ("integer" in groups or "integer_no_bool" in groups):
+        problems.append(
+            "dtype groups 'int2float' and 'integer' both register integer inputs (to float and to the "
+            "same type); a Metal op can have only one output type per input, pick one."
+        )
+    if "integer" in groups and "integer_no_bool" in groups:
+        problems.append("use either 'integer' or 'integer_no_bool', not both.")
+    if "opmath" in groups and kind.startswith("unary"):
+        problems.append(
+            "dtype group 'opmath' applies to binary and ternary ops (REGISTER_OPMATH_*); "
+            "a unary functor computes half in float itself."
+        )
+    return problems
+
+
+def check_relpath(value: str) -> str | None:
+    """Why a spec path field is not a path inside the tree, or None."""
+    if not isinstance(value, str) or not value:
+        return "must be a path relative to the PyTorch root."
+    p = PurePosixPath(value.replace("\\", "/"))
+    if p.is_absolute() or re.match(r"[A-Za-z]:", value):
+        return f"{value!r} is absolute; give a path relative to the PyTorch root."
+    if ".." in p.parts:
+        return f"{value!r} points outside the PyTorch tree ('..' is not allowed)."
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading from YAML, with positions
+
+
+def _loc(path: str, node: yaml.Node) -> Location:
+    return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _scalar(node: yaml.Node) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def load_spec(path: Path | str, *, display: str | None = None) -> OpSpec:
+    """Load and validate one spec file; raise SpecErrors listing every problem."""
+    spec, problems = parse_spec(path, display=display)
+    if problems:
+        raise SpecErrors(problems)
+    assert spec is not None
+    return spec
+
+
+def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
+    path = Path(path)
+    shown = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [(Location(shown), "spec file not found.")]
+    except UnicodeDecodeError:
+        return None, [(Location(shown), "spec file is not valid UTF-8.")]
+    except OSError as exc:
+        return None, [(Location(shown), f"cannot read spec file: {exc.strerror}.")]
+    return parse_spec_text(text, shown)
+
+
+def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
+    problems: list[tuple[Location, str]] = []
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
+        return None, [(loc, f"not valid YAML: {exc.problem or exc}.")]
+    if root is None or not isinstance(root, yaml.MappingNode):
+        where = _loc(shown, root) if root is not None else Location(shown, 1, 1)
+        return None, [(where, "a spec must be a YAML mapping with at least 'name' and 'kind'.")]
+
+    fields: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for knode, vnode in root.value:
+        key = _scalar(knode)
+        if key not in SPEC_KEYS:
+            problems.append((_loc(shown, knode), f"unknown key {key!r}; known keys: {', '.join(SPEC_KEYS)}."))
+            continue
+        if key in fields:
+            problems.append((_loc(shown, knode), f"duplicate key {key!r}."))
+        fields[key] = (knode, vnode)
+
+    def need_str(key: str) -> str | None:
+        if key not in fields:
+            return None
+        knode, vnode = fields[key]
+        val = _scalar(vnode)
+        if val is None or val == "":
+            problems.append((_loc(shown, vnode), f"'{key}' must be a non-empty string."))
+            return None
+        return val
+
+    name = need_str("name")
+    if "name" not in fields:
+        problems.append((Location(shown, 1, 1), "missing required key 'name' (the aten op name, e.g. heaviside)."))
+    elif name is not None and (why := check_name(name, "'name'")):
+        problems.append((_loc(shown, fields["name"][1]), why))
+        name = None
+
+    kind = need_str("kind")
+    if "kind" not in fields:
+        problems.append((Location(shown, 1, 1), f"missing required key 'kind' (one of {', '.join(KINDS)})."))
+    elif kind is not None and kind not in KINDS:
+        problems.append((_loc(shown, fields["kind"][1]), f"unknown kind {kind!r}; use one of {', '.join(KINDS)}."))
+        kind = None
+
+    functor = FunctorSource()
+    body = expr = None
+    if "functor" in fields:
+        vnode = fields["functor"][1]
+        if isinstance(vnode, yaml.ScalarNode) and vnode.value.strip():
+            body = vnode.value
+        elif isinstance(vnode, yaml.MappingNode):
+            for k, v in vnode.value:
+                if _scalar(k) == "expr" and _scalar(v):
+                    expr = _scalar(v)
+                elif _scalar(k) == "body" and _scalar(v):
+                    body = _scalar(v)
+                else:
+                    problems.append((_loc(shown, k), "'functor' takes 'expr: <C++ expression>' or 'body: <struct body>'."))
+        else:
+            problems.append(
+                (_loc(shown, vnode), "'functor' must be the C++ struct body (a string) or a mapping with 'expr'.")
+            )
+    if "expr" in fields:
+        if expr is not None or body is not None:
+            problems.append((_loc(shown, fields["expr"][0]), "give either 'functor' or 'expr', not both."))
+        expr = need_str("expr")
+    if body is not None or expr is not None:
+        functor = FunctorSource(body=body, expr=expr, origin=shown)
+
+    dtypes: list[str] = []
+    if "dtypes" in fields:
+        vnode = fields["dtypes"][1]
+        if not isinstance(vnode, yaml.SequenceNode):
+            problems.append((_loc(shown, vnode), f"'dtypes' must be a list of groups ({', '.join(DTYPE_GROUPS)})."))
+        else:
+            for item in vnode.value:
+                g = _scalar(item)
+                if g not in DTYPE_GROUPS:
+                    problems.append(
+                        (_loc(shown, item), f"unknown dtype group {g!r}; known groups: {', '.join(DTYPE_GROUPS)}.")
+                    )
+                else:
+                    dtypes.append(g)
+            if kind:
+                for why in check_dtype_groups(kind, dtypes):
+                    if not why.startswith("unknown"):
+                        problems.append((_loc(shown, vnode), why))
+
+    stub = need_str("stub")
+    if stub is not None and (why := check_name(stub, "'stub'")):
+        problems.append((_loc(shown, fields["stub"][1]), why))
+
+    rows: tuple[str, ...] | None = None
+    if "rows" in fields:
+        vnode = fields["rows"][1]
+        if not isinstance(vnode, yaml.SequenceNode) or not vnode.value:
+            problems.append((_loc(shown, vnode), "'rows' must be a non-empty list like [heaviside.out]."))
+        else:
+            collected = []
+            for item in vnode.value:
+                r = _scalar(item)
+                if r is None or not _ROW.match(r):
+                    problems.append((_loc(shown, item), f"{r!r} is not a native_functions row name like 'heaviside.out'."))
+                else:
+                    collected.append(r)
+            rows = tuple(collected)
+
+    files: dict[str, str] = {}
+    if "files" in fields:
+        vnode = fields["files"][1]
+        if not isinstance(vnode, yaml.MappingNode):
+            problems.append((_loc(shown, vnode), "'files' must map 'metal' and/or 'mm' to paths in the tree."))
+        else:
+            for k, v in vnode.value:
+                key = _scalar(k)
+                if key not in FILE_KEYS:
+                    problems.append((_loc(shown, k), f"unknown target {key!r} in 'files'; use {', '.join(FILE_KEYS)}."))
+                    continue
+                val = _scalar(v)
+                why = check_relpath(val) if val is not None else "must be a path relative to the PyTorch root."
+                if why:
+                    problems.append((_loc(shown, v), f"files.{key}: {why}"))
+                else:
+                    files[key] = val.replace("\\", "/")
+
+    alpha_type = need_str("alpha_type")
+    if alpha_type is not None and not _C_IDENT.match(alpha_type):
+        problems.append((_loc(shown, fields["alpha_type"][1]), f"'alpha_type' {alpha_type!r} is not a Metal type name."))
+
+    if problems or name is None or kind is None:
+        return None, problems
+    spec = OpSpec(
+        name=name,
+        kind=kind,
+        functor=functor,
+        dtypes=tuple(dtypes),
+        stub=stub or "",
+        rows=rows,
+        files=files,
+        alpha_type=alpha_type,
+        source=shown,
+    )
+    return spec, []

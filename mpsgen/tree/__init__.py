@@ -1,0 +1,128 @@
+"""A read-only view of a PyTorch checkout: where things live, and their contents as read once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mpsgen.errors import BadInput, Location
+from mpsgen.tree.source import SourceFile
+
+NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
+NATIVE_DIR = "aten/src/ATen/native"
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
+OPERATIONS_DIR = "aten/src/ATen/native/mps/operations"
+INDEXING_HEADER = "c10/metal/indexing.h"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+COMMON_METHODS = "torch/testing/_internal/common_methods_invocations.py"
+OPINFO_DEFINITIONS = "torch/testing/_internal/opinfo/definitions"
+
+DEFAULT_METAL = {
+    "unary": f"{KERNELS_DIR}/UnaryKernel.metal",
+    "binary": f"{KERNELS_DIR}/BinaryKernel.metal",
+    "ternary": f"{KERNELS_DIR}/BinaryKernel.metal",
+}
+DEFAULT_MM = {
+    "unary": f"{OPERATIONS_DIR}/UnaryKernel.mm",
+    "binary": f"{OPERATIONS_DIR}/BinaryKernel.mm",
+    "ternary": f"{OPERATIONS_DIR}/BinaryKernel.mm",
+}
+
+
+class PytorchTree:
+    """A PyTorch source checkout rooted at ``root``. Reads are cached: a plan and the
+    conflict check that precedes writing compare against the same bytes."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self._cache: dict[str, SourceFile] = {}
+
+    # -- locating -------------------------------------------------------------------------
+    @classmethod
+    def locate(cls, root: str | Path | None = None, cwd: Path | None = None) -> PytorchTree:
+        if root is not None:
+            path = Path(root).expanduser()
+            if not path.is_dir():
+                raise BadInput(f"--root {root}: no such directory.", hint="Pass the top of a PyTorch checkout.")
+            if not (path / NATIVE_FUNCTIONS).is_file():
+                raise BadInput(
+                    f"--root {root} is not a PyTorch source tree: it has no {NATIVE_FUNCTIONS}.",
+                    hint="Pass the top of a PyTorch checkout (the folder holding aten/ and torch/).",
+                )
+            return cls(path)
+        start = (cwd or Path.cwd()).resolve()
+        for folder in (start, *start.parents):
+            if (folder / NATIVE_FUNCTIONS).is_file():
+                return cls(folder)
+        raise BadInput(
+            f"{start} is not inside a PyTorch source tree: no ancestor holds {NATIVE_FUNCTIONS}.",
+            hint="Run mpsgen from within a PyTorch checkout or pass --root DIR (try `mpsgen demo` for a practice tree).",
+        )
+
+    def resolve(self, relpath: str, what: str = "path") -> Path:
+        """Absolute path of ``relpath``, refusing anything that leaves the tree."""
+        path = (self.root / relpath).resolve()
+        if path != self.root and self.root not in path.parents:
+            raise BadInput(f"{what} {relpath!r} points outside the PyTorch tree {self.root}.")
+        return path
+
+    def exists(self, relpath: str) -> bool:
+        return (self.root / relpath).is_file()
+
+    # -- reading --------------------------------------------------------------------------
+    def read(self, relpath: str, *, what: str = "target file") -> SourceFile:
+        cached = self._cache.get(relpath)
+        if cached is not None:
+            return cached
+        path = self.resolve(relpath, what)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise BadInput(
+                f"{what} {relpath} does not exist in {self.root}.",
+                hint="Check the checkout (git status) or name another file in the spec's 'files'.",
+            ) from None
+        except IsADirectoryError:
+            raise BadInput(f"{what} {relpath} is a directory, not a file.") from None
+        except OSError as exc:
+            raise BadInput(f"cannot read {what} {relpath}: {exc.strerror}.") from None
+        source = SourceFile.from_bytes(relpath, raw)
+        self._cache[relpath] = source
+        return source
+
+    def read_optional(self, relpath: str) -> SourceFile | None:
+        return self.read(relpath) if self.exists(relpath) else None
+
+    def forget(self, relpath: str) -> None:
+        self._cache.pop(relpath, None)
+
+    def read_fresh_bytes(self, relpath: str) -> bytes | None:
+        try:
+            return self.resolve(relpath).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # -- listing --------------------------------------------------------------------------
+    def list_files(self, reldir: str, suffixes: tuple[str, ...], recursive: bool = False) -> list[str]:
+        base = self.root / reldir
+        found: list[str] = []
+        if not base.is_dir():
+            return found
+        if recursive:
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for f in sorted(filenames):
+                    if f.endswith(suffixes):
+                        found.append(os.path.relpath(os.path.join(dirpath, f), self.root).replace(os.sep, "/"))
+        else:
+            for entry in sorted(os.scandir(base), key=lambda e: e.name):
+                if entry.is_file() and entry.name.endswith(suffixes):
+                    found.append(f"{reldir}/{entry.name}")
+        return found
+
+    def opinfo_files(self) -> list[str]:
+        files = [COMMON_METHODS] if self.exists(COMMON_METHODS) else []
+        return files + self.list_files(OPINFO_DEFINITIONS, (".py",))
+
+    def location(self, relpath: str, line: int = 0, col: int = 0) -> Location:
+        return Location(relpath, line, col)

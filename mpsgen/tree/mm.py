@@ -1,0 +1,197 @@
+"""Scanner for the Objective-C++ host code in ``mps/operations/*.mm``.
+
+Finds the shader library variable, helper dispatch macros (``REGISTER_UNARY_TI_DISPATCH``),
+static kernel functions, ``REGISTER_DISPATCH`` statements (literal or produced by a
+macro), ``exec_*_kernel(iter, "<name>")`` calls and the MPSGraph implementations that a
+migration removes (``TORCH_IMPL_FUNC`` blocks, one-line macro instances, plain functions).
+Lines are 0-based.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.tree.metal import MacroDef, scan_metal
+from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close, split_args
+
+_LIB = re.compile(r"static\s+auto\s*&\s*(\w+)\s*=\s*mps::MetalShaderLibrary::getBundledLibrary\(\)")
+_KERNEL_FN = re.compile(r"^static\s+void\s+(\w+)\s*\(\s*(?:at::)?TensorIterator(?:Base)?\s*&", re.M)
+_REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(", re.M)
+_EXEC = re.compile(r"\b(?:\w+\s*[.>]\s*)?exec_(unary|binary|ternary)_kernel\s*\(\s*\w+\s*,\s*(\"[^\"]*\"|#\w+)")
+_IMPL = re.compile(r"^[ \t]*TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", re.M)
+_PLAIN_FN = re.compile(r"^(?:static\s+)?(?:Tensor|void|std::tuple<[^>]*>)\s*&?\s+(\w+)\s*\(", re.M)
+_NAMESPACE = re.compile(r"^namespace\s+([\w:]+)\s*\{", re.M)
+
+
+@dataclass(frozen=True)
+class DispatchRegistration:
+    stub: str
+    function: str
+    line: int
+    has_semicolon: bool
+    via_macro: str | None = None  # the helper macro whose instance produced it
+
+
+@dataclass(frozen=True)
+class KernelFunction:
+    name: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class HelperDispatchMacro:
+    """``#define M(NAME)`` producing a kernel function and ``REGISTER_DISPATCH(NAME##_stub, ...)``."""
+
+    name: str
+    kind: str  # unary | binary | ternary
+    definition: MacroDef
+
+
+@dataclass(frozen=True)
+class KernelNameUse:
+    kind: str
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
+class MPSGraphImpl:
+    """A definition of a ``*_mps`` kernel: block, plain function or one-line macro instance."""
+
+    kernel: str
+    form: str  # "impl_func" | "function" | "macro_instance"
+    start_line: int
+    end_line: int
+    macro: str | None = None
+
+
+@dataclass(frozen=True)
+class MMSource:
+    library: str
+    macros: dict[str, MacroDef]
+    helper_macros: dict[str, HelperDispatchMacro]
+    helper_instances: tuple[tuple[str, str, int], ...]  # (macro, op, line)
+    kernel_functions: tuple[KernelFunction, ...]
+    dispatches: tuple[DispatchRegistration, ...]
+    kernel_names: tuple[KernelNameUse, ...]
+    impls: tuple[MPSGraphImpl, ...]
+    namespace_end: int | None  # line of the closing brace of `namespace at::native`
+
+
+def _helper_kind(d: MacroDef) -> str | None:
+    if d.params is None or len(d.params) != 1:
+        return None
+    p = d.params[0]
+    if not re.search(rf"REGISTER_DISPATCH\s*\(\s*{p}\s*##\s*_stub", d.body):
+        return None
+    m = re.search(rf"exec_(unary|binary|ternary)_kernel\s*\(\s*\w+\s*,\s*#\s*{p}\b", d.body)
+    return m.group(1) if m else None
+
+
+def scan_mm(text: str) -> MMSource:
+    masked = mask_c_comments_and_strings(text)
+    starts = line_starts(text)
+    metal = scan_metal(text)  # same #define / top-level statement rules
+    macros = metal.macros
+    macro_lines = {i for d in macros.values() for i in range(d.start_line, d.end_line + 1)}
+
+    lib_m = _LIB.search(text)
+    library = lib_m.group(1) if lib_m else "lib"
+
+    helpers = {}
+    for name, d in macros.items():
+        kind = _helper_kind(d)
+        if kind:
+            helpers[name] = HelperDispatchMacro(name, kind, d)
+    helper_instances = tuple(
+        (c.macro, c.args[0], c.start_line) for c in metal.calls if c.macro in helpers and c.args
+    )
+
+    kernels = []
+    for m in _KERNEL_FN.finditer(masked):
+        first = line_of(starts, m.start())
+        brace = masked.find("{", m.end())
+        semi = masked.find(";", m.end())
+        if brace < 0 or 0 <= semi < brace:
+            continue
+        close = match_close(masked, brace)
+        if close > 0:
+            kernels.append(KernelFunction(m.group(1), first, line_of(starts, close)))
+
+    dispatches = []
+    for m in _REGISTER_DISPATCH.finditer(masked):
+        line = line_of(starts, m.start())
+        if line in macro_lines:
+            continue
+        close = match_close(masked, m.end() - 1)
+        args = split_args(masked[m.end() : close])
+        if len(args) >= 2:
+            fn = args[1].lstrip("&").strip()
+            dispatches.append(DispatchRegistration(args[0], fn, line, masked[close + 1 : close + 3].lstrip().startswith(";")))
+    for macro, op, line in helper_instances:
+        dispatches.append(DispatchRegistration(f"{op}_stub", f"{op}_kernel_mps", line, True, via_macro=macro))
+    # other macro instances whose expansion holds a REGISTER_DISPATCH
+    for c in metal.calls:
+        d = macros.get(c.macro)
+        if d is None or c.macro in helpers or d.params is None or len(d.params) != len(c.args):
+            continue
+        body = d.expand(list(c.args))
+        for rm in re.finditer(r"REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)", body):
+            dispatches.append(DispatchRegistration(rm.group(1), rm.group(2), c.start_line, True, via_macro=c.macro))
+
+    names = []
+    for m in _EXEC.finditer(text):
+        line = line_of(starts, m.start())
+        if line in macro_lines or masked[m.start()] == " " and text[m.start()] != " ":
+            continue
+        lit = m.group(2)
+        if lit.startswith('"'):
+            names.append(KernelNameUse(m.group(1), lit.strip('"'), line))
+    for macro, op, line in helper_instances:
+        names.append(KernelNameUse(helpers[macro].kind, op, line))
+
+    impls = []
+    for m in _IMPL.finditer(masked):
+        line = line_of(starts, m.start())
+        if line in macro_lines:
+            continue
+        brace = masked.find("{", m.end())
+        close = match_close(masked, brace) if brace >= 0 else -1
+        impls.append(MPSGraphImpl(m.group(1), "impl_func", line, line_of(starts, close) if close > 0 else line))
+    for m in _PLAIN_FN.finditer(masked):
+        line = line_of(starts, m.start())
+        if line in macro_lines or not m.group(1).endswith("_mps"):
+            continue
+        brace = masked.find("{", m.end())
+        semi = masked.find(";", m.end())
+        if brace < 0 or 0 <= semi < brace:
+            continue
+        close = match_close(masked, brace)
+        impls.append(MPSGraphImpl(m.group(1), "function", line, line_of(starts, close)))
+    for c in metal.calls:
+        d = macros.get(c.macro)
+        if d is None or d.params is None or len(d.params) != len(c.args) or c.macro in helpers:
+            continue
+        body = d.expand(list(c.args))
+        for im in re.finditer(r"TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", body):
+            impls.append(MPSGraphImpl(im.group(1), "macro_instance", c.start_line, c.end_line, macro=c.macro))
+
+    namespace_end = None
+    for m in _NAMESPACE.finditer(masked):
+        if m.group(1) in ("at::native",):
+            close = match_close(masked, masked.find("{", m.start()))
+            if close > 0:
+                namespace_end = line_of(starts, close)
+    return MMSource(
+        library,
+        macros,
+        helpers,
+        helper_instances,
+        tuple(kernels),
+        tuple(dispatches),
+        tuple(names),
+        tuple(sorted(impls, key=lambda i: i.start_line)),
+        namespace_end,
+    )

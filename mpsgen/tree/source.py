@@ -1,0 +1,149 @@
+"""A target file as bytes and as text, and lexing helpers for C-like sources.
+
+Files are decoded strictly as UTF-8 (a bad byte is an error that names the file and
+offset). A file whose every line ends in CRLF is edited as LF text and written back
+with CRLF, so bytes outside the touched lines stay identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from mpsgen.errors import BadInput, Location
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of the tree as read: its bytes, its LF text, and its newline style."""
+
+    relpath: str
+    raw: bytes
+    text: str
+    newline: str  # "\n" or "\r\n"
+
+    @classmethod
+    def from_bytes(cls, relpath: str, raw: bytes) -> SourceFile:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise BadInput(
+                f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}).",
+                location=Location(relpath, line),
+                hint="mpsgen only edits UTF-8 sources; re-encode the file or restore it from git.",
+            ) from None
+        crlf = text.count("\r\n")
+        if crlf and crlf == text.count("\n"):
+            return cls(relpath, raw, text.replace("\r\n", "\n"), "\r\n")
+        return cls(relpath, raw, text, "\n")
+
+    def encode(self, text: str) -> bytes:
+        """Bytes for ``text`` (LF form) in this file's newline style."""
+        if self.newline == "\r\n":
+            text = text.replace("\n", "\r\n")
+        return text.encode("utf-8")
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.raw).hexdigest()
+
+
+def mask_c_comments_and_strings(text: str) -> str:
+    """Blank out comments and string/char literal contents, keeping offsets and newlines.
+
+    Lets regexes and brace matching run on code only while positions still index
+    the original text.
+    """
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and i + 1 < n and text[i + 1] == "/":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            if not m:
+                i += 1
+                continue
+            end = text.find(")" + m.group(1) + '"', i + m.end())
+            end = n if end < 0 else end + len(m.group(1)) + 2
+            for k in range(i + m.end(), max(i + m.end(), end - len(m.group(1)) - 2)):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i + 1, min(j, n)):
+                out[k] = " "
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def match_close(masked: str, open_pos: int) -> int:
+    """Offset of the bracket closing the one at ``open_pos`` in masked text (-1 if none)."""
+    pairs = {"(": ")", "{": "}", "[": "]"}
+    opener = masked[open_pos]
+    closer = pairs[opener]
+    depth = 0
+    for i in range(open_pos, len(masked)):
+        ch = masked[i]
+        if ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets of the first character of each line."""
+    starts = [0]
+    pos = text.find("\n")
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = text.find("\n", pos + 1)
+    return starts
+
+
+def line_of(starts: list[int], offset: int) -> int:
+    """0-based line index holding ``offset``."""
+    import bisect
+
+    return bisect.bisect_right(starts, offset) - 1
+
+
+def split_args(arglist: str) -> list[str]:
+    """Split a macro/function argument list on top-level commas."""
+    args, depth, cur = [], 0, []
+    for ch in arglist:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or args:
+        args.append(tail)
+    return args
