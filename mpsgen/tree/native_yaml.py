@@ -45,6 +45,7 @@ class NativeFunction:
     structured: bool
     structured_delegate: str | None
     tags: tuple[str, ...]
+    python_module: str | None = None
 
     @property
     def name(self) -> str:
@@ -101,6 +102,7 @@ def scan_native_functions(text: str) -> NativeFunctions:
         structured = False
         delegate = None
         tags: tuple[str, ...] = ()
+        python_module = None
         k = start + 1
         while k <= end:
             ln = lines[k]
@@ -117,6 +119,8 @@ def scan_native_functions(text: str) -> NativeFunctions:
                 structured = True
             elif ln.startswith("  structured_delegate:"):
                 delegate = ln.split(":", 1)[1].split("#")[0].strip()
+            elif ln.startswith("  python_module:"):
+                python_module = ln.split(":", 1)[1].split("#")[0].strip()
             elif ln.startswith("  tags:"):
                 raw = ln.split(":", 1)[1].split("#")[0].strip().strip("[]")
                 tags = tuple(t.strip() for t in raw.split(",") if t.strip())
@@ -134,6 +138,7 @@ def scan_native_functions(text: str) -> NativeFunctions:
                     structured=structured,
                     structured_delegate=delegate,
                     tags=tags,
+                    python_module=python_module,
                 )
             )
         i = j

@@ -1,0 +1,247 @@
+"""The command line: a thin typer layer over spec, tree, edits and changeset."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from mpsgen.changeset import Changeset
+from mpsgen.errors import BadInput, MpsgenError
+from mpsgen.render import resource_dir
+from mpsgen.spec import (
+    FunctorSource,
+    OpSpec,
+    check_dtype_groups,
+    check_name,
+    load_spec,
+    parse_spec,
+)
+from mpsgen.tree import PytorchTree
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+spec_app = typer.Typer(no_args_is_help=True, help="Work with op spec files (schema: specs/README.md).")
+app.add_typer(spec_app, name="spec")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+RootOption = typer.Option(None, "--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
+
+
+def fail(exc: MpsgenError) -> None:
+    err.print(Text("error: ", style="bold red") + Text(str(exc)))
+    raise typer.Exit(exc.exit_code)
+
+
+def print_diff(diff: str) -> None:
+    for line in diff.splitlines():
+        style = None
+        if line.startswith(("+++", "---", "diff --git")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        out.print(Text(line, style=style or ""))
+
+
+def report(changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str) -> None:
+    for w in changeset.warnings:
+        err.print(Text("warning: ", style="bold yellow") + Text(w))
+    if changeset.empty:
+        err.print(f"nothing to do: {op} is already in place in {changeset.tree.root}.")
+        raise typer.Exit(1 if strict else 0)
+    if dry_run:
+        print_diff(changeset.diff())
+        err.print(f"dry run: {len(changeset.changed)} file(s) would change; nothing written.")
+        return
+    if patch is not None:
+        changeset.write_patch(patch)
+        err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
+        return
+    written = changeset.apply()
+    for note in changeset.notes:
+        err.print(f"  {note}")
+    err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
+
+
+def build_spec(
+    op: str,
+    unary: bool,
+    binary: bool,
+    kind: Optional[str],
+    int2float: bool,
+    integer: bool,
+    integer_no_bool: bool,
+    complex_: bool,
+    opmath: bool,
+    expr: Optional[str],
+    functor_file: Optional[Path],
+    spec_file: Optional[Path],
+    stub: Optional[str],
+    rows: Optional[list[str]],
+) -> OpSpec:
+    if why := check_name(op, "op name"):
+        raise BadInput(why, hint="Give the aten op name, e.g. `mpsgen new-op heaviside --binary`.")
+    chosen = [k for k, on in (("unary", unary), ("binary", binary)) if on] + ([kind] if kind else [])
+    if len(chosen) > 1:
+        raise BadInput(f"--unary, --binary and --kind are mutually exclusive (got {', '.join('--' + c for c in chosen)}).")
+    if expr is not None and functor_file is not None:
+        raise BadInput("--expr and --functor-file are mutually exclusive: give the functor one way.")
+    if stub is not None and (why := check_name(stub, "--stub")):
+        raise BadInput(why)
+    groups = [g for g, on in (("int2float", int2float), ("integer", integer), ("integer_no_bool", integer_no_bool), ("complex", complex_), ("opmath", opmath)) if on]
+
+    if spec_file is not None:
+        spec = load_spec(spec_file)
+        if spec.name != op:
+            raise BadInput(f"--spec {spec_file} describes {spec.name!r}, not {op!r}.")
+        if chosen and chosen[0] != spec.kind:
+            raise BadInput(f"--{chosen[0]} contradicts the spec's kind {spec.kind!r} ({spec_file}).")
+        if groups:
+            spec = OpSpec(**{**spec.__dict__, "dtypes": spec.dtypes + tuple(groups)})
+        extra = {}
+        if stub:
+            extra["stub"] = stub
+        if rows:
+            extra["rows"] = tuple(rows)
+        if expr is not None:
+            extra["functor"] = FunctorSource(expr=expr, origin="--expr")
+        if extra:
+            spec = OpSpec(**{**spec.__dict__, **extra})
+        return spec
+
+    if not chosen:
+        raise BadInput(f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary).")
+    the_kind = chosen[0]
+    problems = check_dtype_groups(the_kind, groups)
+    if problems:
+        raise BadInput(" ".join(problems))
+    functor = FunctorSource()
+    if expr is not None:
+        if not expr.strip() or "\n" in expr:
+            raise BadInput("--expr must be one C++ expression on one line (use --functor-file for a whole body).")
+        functor = FunctorSource(expr=expr, origin="--expr")
+    elif functor_file is not None:
+        try:
+            functor = FunctorSource(body=functor_file.read_text(encoding="utf-8"), origin=str(functor_file))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"--functor-file {functor_file}: cannot read it ({exc}).") from None
+    else:
+        shipped = resource_dir("specs") / f"{op}.yaml"
+        if shipped.is_file():
+            shipped_spec = load_spec(shipped, display=f"specs/{op}.yaml")
+            functor = shipped_spec.functor
+    return OpSpec(
+        name=op,
+        kind=the_kind,
+        functor=functor,
+        dtypes=tuple(groups),
+        stub=stub or "",
+        rows=tuple(rows) if rows else None,
+    )
+
+
+@app.command("new-op")
+def new_op(
+    op: str = typer.Argument(..., help="aten op name, e.g. heaviside or special_ndtri"),
+    unary: bool = typer.Option(False, "--unary", help="one tensor input"),
+    binary: bool = typer.Option(False, "--binary", help="two tensor inputs"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary"),
+    int2float: bool = typer.Option(False, "--int2float", help="integer and bool inputs computed in float"),
+    integer: bool = typer.Option(False, "--integer", help="integer and bool inputs, same-type output"),
+    integer_no_bool: bool = typer.Option(False, "--integer-no-bool", help="integer inputs without bool"),
+    complex_: bool = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)"),
+    opmath: bool = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)"),
+    expr: Optional[str] = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b"),
+    functor_file: Optional[Path] = typer.Option(None, "--functor-file", help="file with the functor's struct body"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file"),
+    stub: Optional[str] = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)"),
+    row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to dispatch (repeatable)"),
+    root: Optional[Path] = RootOption,
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the diff, write nothing"),
+    patch: Optional[Path] = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing"),
+    strict: bool = typer.Option(False, "--strict", help="exit 1 when there is nothing to do"),
+) -> None:
+    """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests."""
+    from mpsgen.newop import plan_new_op
+
+    try:
+        if dry_run and patch is not None:
+            raise BadInput("--dry-run and --patch are mutually exclusive.")
+        spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
+        tree = PytorchTree.locate(root)
+        changeset = plan_new_op(tree, spec)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op)
+    except MpsgenError as exc:
+        fail(exc)
+
+
+@spec_app.command("validate")
+def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) -> None:
+    """Report every problem in the given spec files, as file:line:col."""
+    bad = 0
+    for f in files:
+        _spec, problems = parse_spec(f)
+        for loc, msg in problems:
+            err.print(f"{loc}: {msg}")
+        bad += bool(problems)
+        if not problems:
+            err.print(f"{f}: ok")
+    raise typer.Exit(2 if bad else 0)
+
+
+@app.command("demo")
+def demo(
+    op: str = typer.Option("heaviside", "--op", help="which shipped spec to run"),
+    keep: Optional[Path] = typer.Option(None, "--keep", help="build the practice tree here and keep it"),
+) -> None:
+    """Build a practice tree in a temporary folder and show the diff `new-op` makes there."""
+    from mpsgen.newop import plan_new_op
+    from mpsgen.practice import build_practice_tree
+
+    try:
+        spec_path = resource_dir("specs") / f"{op}.yaml"
+        if not spec_path.is_file():
+            raise BadInput(f"--op {op}: no shipped spec specs/{op}.yaml.")
+        spec = load_spec(spec_path, display=f"specs/{op}.yaml")
+        with tempfile.TemporaryDirectory(prefix="mpsgen-demo-") as tmp:
+            root = keep or Path(tmp) / "pytorch"
+            root, real = build_practice_tree(root)
+            err.print(
+                f"practice tree: {root} (" + ("real native_functions.yaml, test lists and headers from the installed torch wheel" if real else "mpsgen's own sample files only; install torch==2.13.0 for the real yaml and test files") + ")"
+            )
+            err.print(f"$ mpsgen new-op {op} --spec specs/{op}.yaml --dry-run --root {root}")
+            changeset = plan_new_op(PytorchTree(root), spec)
+            for w in changeset.warnings:
+                err.print(Text("warning: ", style="bold yellow") + Text(w))
+            print_diff(changeset.diff())
+            err.print(f"{len(changeset.changed)} file(s) would change: " + "; ".join(changeset.notes))
+    except MpsgenError as exc:
+        fail(exc)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover
+        err.print("interrupted; nothing written.")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

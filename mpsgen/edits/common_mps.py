@@ -1,0 +1,196 @@
+"""Remove an op's keys from the xfail/skip dicts of ``mps_ops_modifier`` in common_mps.py.
+
+The dicts are found by reading the file (libcst): every dict literal assigned inside
+``mps_ops_modifier`` to a name containing XFAIL or SKIP. An entry listing dtypes the new
+kernel does not cover stays, cut down to those dtypes. The edit itself is textual at the
+positions libcst reports, so comments and layout around the entry are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+# torch dtype spellings -> canonical names
+_ALIASES = {
+    "float": "float32",
+    "half": "float16",
+    "double": "float64",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "cfloat": "complex64",
+    "chalf": "complex32",
+    "cdouble": "complex128",
+}
+
+
+def canonical_dtype(expr: str) -> str:
+    name = expr.strip().split(".")[-1]
+    return "torch." + _ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class XfailEntry:
+    """One ``"key": None | [dtypes]`` element of an xfail/skip dict."""
+
+    dict_name: str
+    key: str
+    dtypes: tuple[str, ...] | None  # None means every dtype
+    line: int  # 1-based line of the key
+
+
+@dataclass
+class _Element:
+    dict_name: str
+    key: str
+    node: cst.DictElement
+    dtype_nodes: list[cst.BaseExpression] | None
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.function_depth = 0
+        self.elements: list[_Element] = []
+        self.dict_names: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "mps_ops_modifier":
+            self.function_depth += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "mps_ops_modifier":
+            self.function_depth -= 1
+
+    def _take(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if self.function_depth <= 0 or not isinstance(target, cst.Name) or not isinstance(value, cst.Dict):
+            return
+        name = target.value
+        if "XFAIL" not in name and "SKIP" not in name:
+            return
+        self.dict_names.append(name)
+        for el in value.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                continue
+            dtypes = None
+            if isinstance(el.value, (cst.List, cst.Tuple)):
+                dtypes = [e.value for e in el.value.elements]
+            self.elements.append(_Element(name, el.key.evaluated_value, el, dtypes))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._take(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._take(node.target, node.value)
+
+
+def _scan(text: str) -> tuple[_Finder, MetadataWrapper]:
+    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    finder = _Finder()
+    wrapper.visit(finder)
+    return finder, wrapper
+
+
+def xfail_entries(text: str) -> tuple[list[str], list[XfailEntry]]:
+    """Dict names and their entries, as read from the file."""
+    finder, wrapper = _scan(text)
+    module = wrapper.module
+    positions = wrapper.resolve(PositionProvider)
+    entries = []
+    for el in finder.elements:
+        dts = None
+        if el.dtype_nodes is not None:
+            dts = tuple(canonical_dtype(module.code_for_node(n)) for n in el.dtype_nodes)
+        entries.append(XfailEntry(el.dict_name, el.key, dts, positions[el.node].start.line))
+    return finder.dict_names, entries
+
+
+def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str]) -> str:
+    """Drop entries for ``keys``; an entry naming dtypes outside ``covered_dtypes`` is cut down."""
+    if not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
+        return text  # fast path: nothing to look for
+    finder, wrapper = _scan(text)
+    module = wrapper.module
+    positions = wrapper.resolve(PositionProvider)
+    lines = text.split("\n")
+    # offsets of line starts, to turn (line, col) into offsets
+    starts = [0]
+    for ln in lines[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+
+    def off(pos: cst.metadata.CodePosition) -> int:
+        return starts[pos.line - 1] + pos.column
+
+    cuts: list[tuple[int, int, str]] = []  # (start, end, replacement)
+    for el in finder.elements:
+        if el.key not in keys:
+            continue
+        node = el.node
+        rng = positions[node]
+        keep = None
+        if el.dtype_nodes is not None:
+            keep = [n for n in el.dtype_nodes if canonical_dtype(module.code_for_node(n)) not in covered_dtypes]
+            if len(keep) == len(el.dtype_nodes):
+                continue  # the kernel covers none of the listed dtypes: the entry stays as is
+        if keep:
+            cuts.append(_cut_down(text, node.value, keep, positions, off))
+            continue
+        s, e = off(rng.start), off(rng.end)
+        # the comma belongs to the element
+        rest = text[e:]
+        stripped = rest.lstrip(" \t")
+        if stripped.startswith(","):
+            e += len(rest) - len(stripped) + 1
+        first, last = rng.start.line - 1, rng.end.line - 1
+        line_end = starts[last] + len(lines[last])
+        before = text[starts[first] : s]
+        after = text[e:line_end]
+        if not before.strip() and (not after.strip() or after.strip().startswith("#")):
+            s, e = starts[first], min(line_end + 1, len(text))
+            s = _with_comment_above(lines, starts, first, last, s)
+            cuts.append((s, e, ""))
+        else:
+            tail = len(text[e:]) - len(text[e:].lstrip(" "))
+            cuts.append((s, e + tail, ""))
+    if not cuts:
+        return text
+    out, last_end = [], 0
+    for s, e, repl in sorted(cuts):
+        out.append(text[last_end:s])
+        out.append(repl)
+        last_end = e
+    out.append(text[last_end:])
+    return "".join(out)
+
+
+def _with_comment_above(lines: list[str], starts: list[int], first: int, last: int, s: int) -> int:
+    """Extend a whole-line removal upwards over a comment block that explains only this entry."""
+    top = first
+    while top - 1 >= 0 and lines[top - 1].lstrip().startswith("#"):
+        top -= 1
+    if top == first:
+        return s
+    below = lines[last + 1].strip() if last + 1 < len(lines) else ""
+    # the block heads only this entry when no entry of its group follows
+    heads_only_this = below == "" or below.startswith("}") or below.startswith("#")
+    return starts[top] if heads_only_this else s
+
+
+def _cut_down(text, value: cst.BaseExpression, keep, positions, off) -> tuple[int, int, str]:
+    rng = positions[value]
+    s, e = off(rng.start), off(rng.end)
+    original = text[s:e]
+    opener, closer = original[0], original[-1]
+    kept_src = [text[off(positions[n].start) : off(positions[n].end)] for n in keep]
+    if "\n" not in original:
+        return s, e, opener + ", ".join(kept_src) + (",)" if opener == "(" and len(kept_src) == 1 else closer)
+    # multi-line: one element a line, as black lays it out
+    first_el = positions[value.elements[0].value]
+    indent = " " * first_el.start.column
+    line_start = text.rfind("\n", 0, s) + 1
+    base_indent = text[line_start : line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" "))]
+    body = "".join(f"{indent}{src},\n" for src in kept_src)
+    return s, e, f"{opener}\n{body}{base_indent}{closer}"

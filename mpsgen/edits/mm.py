@@ -1,0 +1,135 @@
+"""Edit an ``operations/*Kernel.mm`` file: add the op's host kernel and its REGISTER_DISPATCH.
+
+Where the file has a helper macro that produces both (``REGISTER_UNARY_TI_DISPATCH(NAME)``),
+one instance line is added next to the others. Otherwise a ``static void <op>_mps_kernel``
+goes after the last kernel function of ``namespace at::native`` and the
+``REGISTER_DISPATCH`` line joins the block of them, copying the file's ``&``/``;`` habits.
+Output is laid out as PyTorch's clang-format does (120 columns for .mm).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.edits import insert_lines
+from mpsgen.render import render
+from mpsgen.tree.mm import scan_mm
+from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
+
+COLUMN_LIMIT = 120
+
+
+@dataclass(frozen=True)
+class KernelAddition:
+    op: str  # the Metal kernel name passed to exec_*_kernel
+    stub: str
+    kind: str  # unary | binary | ternary
+    alpha: bool
+    helper_macro: str | None  # use this helper macro instead of an explicit function
+
+
+def kernel_function_name(op: str) -> str:
+    return f"{op}_mps_kernel"
+
+
+def _signature(function: str, alpha: bool) -> str:
+    params = ["TensorIteratorBase& iter"] + (["const Scalar& alpha"] if alpha else [])
+    head = f"static void {function}("
+    one_line = head + ", ".join(params) + ") {"
+    if len(one_line) <= COLUMN_LIMIT:
+        return ", ".join(params)
+    # clang-format: bin-pack off, align after the open bracket, else break after it
+    aligned = (",\n" + " " * len(head)).join(params)
+    if all(len(head) + len(p) + 3 <= COLUMN_LIMIT for p in params):
+        return aligned
+    return "\n    " + ",\n    ".join(params)
+
+
+def render_kernel_function(addition: KernelAddition, library: str) -> str:
+    function = kernel_function_name(addition.op)
+    return render(
+        "mm/kernel_function.mm.j2",
+        function=function,
+        signature=_signature(function, addition.alpha),
+        library=library,
+        kind=addition.kind,
+        kernel=addition.op,
+        alpha=addition.alpha,
+    )
+
+
+def _mps_namespace_spans(text: str) -> list[tuple[int, int]]:
+    masked = mask_c_comments_and_strings(text)
+    starts = line_starts(text)
+    spans = []
+    for m in re.finditer(r"^namespace\s+mps\s*\{", masked, re.M):
+        close = match_close(masked, masked.find("{", m.start()))
+        if close > 0:
+            spans.append((line_of(starts, m.start()), line_of(starts, close)))
+    return spans
+
+
+def _conventions(lines: list[str], dispatch_lines: list[int]) -> tuple[bool, bool]:
+    """(ampersand, semicolon) as most REGISTER_DISPATCH lines of the file write them."""
+    amp = semi = 0
+    for i in dispatch_lines:
+        ln = lines[i].strip()
+        amp += 1 if re.search(r",\s*&", ln) else -1
+        semi += 1 if ln.endswith(";") else -1
+    return amp >= 0, semi >= 0
+
+
+def has_registration(text: str, addition: KernelAddition) -> bool:
+    source = scan_mm(text)
+    return any(d.stub == addition.stub for d in source.dispatches)
+
+
+def add_kernel(text: str, addition: KernelAddition) -> str:
+    source = scan_mm(text)
+    if any(d.stub == addition.stub for d in source.dispatches):
+        return text
+    lines = text.split("\n")
+    insertions: list[tuple[int, int, list[str]]] = []
+
+    if addition.helper_macro:
+        instances = [line for macro, _op, line in source.helper_instances if macro == addition.helper_macro]
+        line = render("mm/helper_instance.mm.j2", macro=addition.helper_macro, op=addition.op)
+        if instances:
+            insertions.append((max(instances), 0, [line]))
+        else:
+            d = source.macros[addition.helper_macro]
+            insertions.append((d.end_line, 0, ["", line]))
+        return "\n".join(insert_lines(lines, insertions))
+
+    spans = _mps_namespace_spans(text)
+    outside = [
+        k for k in source.kernel_functions if not any(a <= k.start_line <= b for a, b in spans)
+    ]
+    literal = [d for d in source.dispatches if d.via_macro is None]
+    function_block = render_kernel_function(addition, source.library).split("\n")
+    function_name = kernel_function_name(addition.op)
+    amp, semi = _conventions(lines, [d.line for d in literal])
+    register = render(
+        "mm/register_dispatch.mm.j2", stub=addition.stub, function=function_name, ampersand=amp, semicolon=semi
+    )
+
+    if outside:
+        insertions.append((max(k.end_line for k in outside), 0, [""] + function_block))
+    elif literal:
+        first = min(d.line for d in literal)
+        insertions.append((first - 1, 0, function_block + [""]))
+    elif source.namespace_end is not None:
+        insertions.append((source.namespace_end - 1, 0, [""] + function_block))
+    else:
+        insertions.append((len(lines) - 1, 0, [""] + function_block))
+
+    if literal:
+        insertions.append((max(d.line for d in literal), 1, [register]))
+    elif source.helper_instances:
+        insertions.append((max(line for _m, _o, line in source.helper_instances), 1, ["", register]))
+    elif source.namespace_end is not None:
+        insertions.append((source.namespace_end - 1, 1, ["", register]))
+    else:
+        insertions.append((len(lines) - 1, 1, ["", register]))
+    return "\n".join(insert_lines(lines, insertions))

@@ -1,0 +1,118 @@
+"""Edit ``native_functions.yaml`` line by line: MPS joins a row's shared CPU/CUDA kernel line.
+
+No YAML round trip: only the touched dispatch lines change, every other byte stays. The
+result is then proved: each touched entry, parsed alone with ``yaml.CSafeLoader`` before and
+after, differs only in its dispatch table, exactly as intended.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from mpsgen.errors import MpsgenError, Refused
+from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
+
+_KEYS = re.compile(r"^(    )([A-Za-z0-9_, ]+?)(\s*:\s*)(\S.*)$")
+
+try:  # the C loader is ~10x faster; fall back where libyaml is missing
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader  # type: ignore[misc]
+
+
+def _join_mps(line: str) -> str:
+    m = _KEYS.match(line)
+    assert m, line
+    keys = [k.strip() for k in m.group(2).split(",")]
+    anchor = "CUDA" if "CUDA" in keys else "CPU"
+    new_keys = re.sub(rf"\b{anchor}\b", f"{anchor}, MPS", m.group(2), count=1)
+    return f"{m.group(1)}{new_keys}{m.group(3)}{m.group(4)}"
+
+
+def add_mps_to_rows(text: str, rows: list[str]) -> str:
+    """``CPU, CUDA: k`` -> ``CPU, CUDA, MPS: k`` on each named row (no-op where MPS is there)."""
+    return _edit_rows(text, rows, migrate=False)
+
+
+def migrate_rows(text: str, rows: list[str]) -> str:
+    """Drop a row's ``MPS: <x>_mps`` line and add MPS to its shared CPU/CUDA line."""
+    return _edit_rows(text, rows, migrate=True)
+
+
+def _edit_rows(text: str, rows: list[str], *, migrate: bool) -> str:
+    table = scan_native_functions(text).by_name()
+    lines = text.split("\n")
+    drop: set[int] = set()
+    touched: list[NativeFunction] = []
+    for row in rows:
+        entry = table.get(row)
+        if entry is None:
+            raise Refused(f"native_functions.yaml has no row {row!r}.")
+        shared = entry.shared_entry
+        if shared is None:
+            raise Refused(
+                f"row {row} (native_functions.yaml:{entry.start_line}) has no shared `CPU, CUDA: <kernel>` line for MPS to join."
+            )
+        separate = [d for d in entry.mps_entries if d is not shared]
+        if shared.has_mps and not separate:
+            continue
+        if separate and not migrate:
+            raise Refused(
+                f"row {row} already dispatches MPS to {separate[0].kernel} (native_functions.yaml:{separate[0].line}).",
+                hint="Use `mpsgen migrate-from-mpsgraph` to move it onto the shared kernel.",
+            )
+        if not shared.has_mps:
+            lines[shared.line - 1] = _join_mps(lines[shared.line - 1])
+        for d in separate:
+            if d.keys != ("MPS",):
+                raise Refused(
+                    f"row {row}: the MPS kernel line `{d.text.strip()}` (native_functions.yaml:{d.line}) also names "
+                    f"{', '.join(k for k in d.keys if k != 'MPS')}; edit it by hand."
+                )
+            drop.add(d.line - 1)
+        touched.append(entry)
+    new_text = "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    verify(text, new_text, touched)
+    return new_text
+
+
+def _entry_text(lines: list[str], entry: NativeFunction, shift: int = 0, length: int | None = None) -> str:
+    start = entry.start_line - 1 + shift
+    end = start + (length if length is not None else entry.end_line - entry.start_line + 1)
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
+    """Prove the edit: touched entries still parse and differ only in their dispatch; nothing else moved."""
+    if not touched:
+        if before != after:
+            raise MpsgenError("internal error: native_functions.yaml changed without a touched row; nothing written.")
+        return
+    old_lines = before.split("\n")
+    new_scan = scan_native_functions(after).by_name()
+    new_lines = after.split("\n")
+    removed = len(old_lines) - len(new_lines)
+    for entry in touched:
+        new_entry = new_scan.get(entry.name)
+        if new_entry is None:
+            raise MpsgenError(f"internal error: row {entry.name} vanished while editing; nothing written.")
+        old = yaml.load(_entry_text(old_lines, entry), Loader=_Loader)
+        new = yaml.load(_entry_text(new_lines, new_entry), Loader=_Loader)
+        old_map, new_map = old[0], new[0]
+        if {k: v for k, v in old_map.items() if k != "dispatch"} != {k: v for k, v in new_map.items() if k != "dispatch"}:
+            raise MpsgenError(f"internal error: editing {entry.name} changed more than its dispatch; nothing written.")
+        kernels = {v for v in new_map["dispatch"].values()}
+        mps_keys = [k for k in new_map["dispatch"] if "MPS" in [x.strip() for x in k.split(",")]]
+        if len(mps_keys) != 1 or "CPU" not in mps_keys[0]:
+            raise MpsgenError(f"internal error: {entry.name} did not end with MPS on the shared kernel line.")
+        if not kernels <= set(old_map["dispatch"].values()):
+            raise MpsgenError(f"internal error: editing {entry.name} introduced a new kernel name; nothing written.")
+    # every line outside the touched dispatch lines is unchanged, in order
+    changed_old = {d.line - 1 for e in touched for d in e.dispatch if d.shared_cpu_cuda or d.has_mps}
+    kept_old = [ln for i, ln in enumerate(old_lines) if i not in changed_old]
+    changed_new = {d.line - 1 for e in touched for d in new_scan[e.name].dispatch if d.shared_cpu_cuda or d.has_mps}
+    kept_new = [ln for i, ln in enumerate(new_lines) if i not in changed_new]
+    if kept_old != kept_new or removed < 0:
+        raise MpsgenError("internal error: native_functions.yaml changed outside the touched rows; nothing written.")

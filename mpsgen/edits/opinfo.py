@@ -1,0 +1,124 @@
+"""Remove an op's ``DecorateInfo(..., device_type='mps')`` entries from its OpInfo spans.
+
+Only the spans found by ``tree.opinfo`` are read; the rest of the 1.4 MB file is copied
+as is. A comment block directly above removed decorators goes with them when it speaks
+of MPS and heads nothing that stays. A ``skips=(...)``/``decorators=(...)`` argument left
+empty is removed too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpsgen.tree.opinfo import python_close
+
+_DECORATE = re.compile(r"\bDecorateInfo\(")
+_MPS = re.compile(r"""device_type\s*=\s*['"]mps['"]""")
+_EMPTY_ARG = re.compile(r"^[ \t]*(?:skips|decorators)\s*=\s*\(\s*\)\s*,?[ \t]*\n", re.M)
+
+
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+def mps_decorators(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) offsets of every MPS DecorateInfo call between ``start`` and ``end``."""
+    found = []
+    pos = start
+    while True:
+        m = _DECORATE.search(text, pos, end)
+        if not m:
+            return found
+        # skip matches inside a comment line
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" in text[line_start : m.start()]:
+            pos = m.end()
+            continue
+        close = python_close(text, m.end() - 1)
+        if close < 0:
+            return found
+        if _MPS.search(text, m.end(), close):
+            found.append((m.start(), close + 1))
+        pos = close + 1
+
+
+def remove_mps_decorators(text: str, spans: list[tuple[int, int]]) -> str:
+    """Remove MPS decorators inside each (open, close) span; spans must not overlap."""
+    out = []
+    last = 0
+    for start, end in sorted(spans):
+        out.append(text[last:start])
+        out.append(_edit_span(text[start:end]))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _edit_span(span: str) -> str:
+    calls = mps_decorators(span, 0, len(span))
+    if not calls:
+        return span
+    lines = span.split("\n")
+    offsets = [0]
+    for ln in lines[:-1]:
+        offsets.append(offsets[-1] + len(ln) + 1)
+
+    def line_at(off: int) -> int:
+        lo, hi = 0, len(offsets) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if offsets[mid] <= off:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    drop_lines: set[int] = set()
+    inline_cuts: list[tuple[int, int]] = []
+    for s, e in calls:
+        first, last = line_at(s), line_at(e - 1)
+        before = span[offsets[first] : s]
+        after = span[e : offsets[last] + len(lines[last])]
+        if not before.strip() and re.fullmatch(r"\s*,?\s*(#.*)?", after):
+            drop_lines.update(range(first, last + 1))
+        else:
+            # inline: cut the call and one adjoining comma
+            tail = re.match(r"\s*,\s*", span[e:])
+            if tail:
+                inline_cuts.append((s, e + tail.end()))
+            else:
+                head = re.search(r",\s*$", span[:s])
+                inline_cuts.append((head.start() if head else s, e))
+
+    # comment blocks directly above removed decorators
+    for i in sorted(drop_lines):
+        if i - 1 in drop_lines or i == 0 or not _is_comment(lines[i - 1]):
+            continue
+        top = i - 1
+        while top - 1 >= 0 and _is_comment(lines[top - 1]):
+            top -= 1
+        block = lines[top:i]
+        if not any("mps" in c.lower() for c in block):
+            continue
+        # the block heads the run of decorator lines below it; keep it if any of them stays
+        j = i
+        heads_kept = False
+        while j < len(lines) and lines[j].strip() and not _is_comment(lines[j]) and not lines[j].strip().startswith(")"):
+            if j not in drop_lines:
+                heads_kept = True
+                break
+            j += 1
+        if not heads_kept:
+            drop_lines.update(range(top, i))
+
+    cut: list[tuple[int, int]] = list(inline_cuts)
+    for i in drop_lines:
+        cut.append((offsets[i], offsets[i] + len(lines[i]) + 1))
+    pieces, last = [], 0
+    for s, e in sorted(cut):
+        if s < last:
+            s = last
+        pieces.append(span[last:s])
+        last = max(last, e)
+    pieces.append(span[last:])
+    return _EMPTY_ARG.sub("", "".join(pieces))

@@ -1,0 +1,230 @@
+"""Plan ``new-op``: from a spec and a tree to a changeset. The decisions live here; the
+edits under ``mpsgen.edits`` only place text."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import textwrap
+from dataclasses import dataclass
+
+from mpsgen.changeset import Changeset
+from mpsgen.edits import common_mps as common_mps_edit
+from mpsgen.edits import metal as metal_edit
+from mpsgen.edits import mm as mm_edit
+from mpsgen.edits import native_functions as yaml_edit
+from mpsgen.edits import opinfo as opinfo_edit
+from mpsgen.errors import BadInput, Refused
+from mpsgen.registrations import covered_torch_dtypes, plan_registrations
+from mpsgen.render import render
+from mpsgen.spec import OpSpec
+from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.metal import scan_metal
+from mpsgen.tree.mm import scan_mm
+from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
+from mpsgen.tree.opinfo import find_op_entries, find_ref_entries
+from mpsgen.tree.stubs import declared_stubs
+
+_PARAMS = {1: ["x"], 2: ["a", "b"], 3: ["a", "b", "c"]}
+
+
+def render_functor(spec: OpSpec) -> str:
+    params = _PARAMS[spec.arity]
+    alpha_type = "U" if spec.kind == "unary_alpha" else "T"
+    common = dict(op=spec.name, params=params, alpha=spec.has_alpha, alpha_type=alpha_type)
+    f = spec.functor
+    if f.expr is not None:
+        return render("metal/functor_expr.metal.j2", expr=f.expr.strip(), int2float="int2float" in spec.dtypes, **common)
+    if f.body is not None:
+        body = f.body.strip("\n")
+        if re.match(r"\s*struct\s", body):
+            if not re.match(rf"\s*struct\s+{spec.name}_functor\b", body):
+                raise BadInput(
+                    f"the functor given for {spec.name} defines another struct; it must be `struct {spec.name}_functor`.",
+                    hint=f"(from {f.origin})",
+                )
+            return body.rstrip().rstrip(";") + ";" if not body.rstrip().endswith("};") else body.rstrip()
+        body = textwrap.dedent(body)
+        return render("metal/functor_body.metal.j2", op=spec.name, body=textwrap.indent(body, "  "))
+    return render("metal/functor_scaffold.metal.j2", **common)
+
+
+@dataclass(frozen=True)
+class RowChoice:
+    rows: list[NativeFunction]
+    already_mps: list[NativeFunction]
+
+
+def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
+    of_op = table.of_op(spec.name)
+    if not of_op:
+        names = sorted({e.base for e in table.entries})
+        close = difflib.get_close_matches(spec.name, names, n=3)
+        hint = f"Did you mean {', '.join(close)}?" if close else "Check the op's aten name (the part before '(' in `- func:`)."
+        raise Refused(f"op {spec.name!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
+    by_name = {e.name: e for e in of_op}
+    already = [e for e in of_op if e.shared_entry is not None and e.shared_entry.has_mps]
+    if spec.rows is not None:
+        chosen = []
+        for r in spec.rows:
+            e = by_name.get(r)
+            if e is None:
+                raise Refused(
+                    f"row {r!r} is not a row of {spec.name} in {NATIVE_FUNCTIONS}.",
+                    hint=f"Rows of {spec.name}: {', '.join(sorted(by_name))}.",
+                )
+            if e.shared_entry is None:
+                raise Refused(
+                    f"row {r} ({NATIVE_FUNCTIONS}:{e.start_line}) has no shared `CPU, CUDA: <kernel>` line for MPS to join."
+                )
+            separate = [d for d in e.mps_entries if not d.shared_cpu_cuda]
+            if separate:
+                raise Refused(
+                    f"row {r} already dispatches MPS to {separate[0].kernel} ({NATIVE_FUNCTIONS}:{separate[0].line}).",
+                    hint=f"Use `mpsgen migrate-from-mpsgraph {spec.name}` to move it onto a Metal kernel.",
+                )
+            if not e.shared_entry.has_mps:
+                chosen.append(e)
+        return RowChoice(chosen, already)
+    chosen = [e for e in of_op if e.shared_entry is not None and not e.mps_entries]
+    separate = [e for e in of_op if any(not d.shared_cpu_cuda for d in e.mps_entries)]
+    if separate and not chosen:
+        e = separate[0]
+        raise Refused(
+            f"{spec.name} already has an MPS kernel: row {e.name} dispatches MPS to "
+            f"{e.mps_entries[0].kernel} ({NATIVE_FUNCTIONS}:{e.mps_entries[0].line}).",
+            hint=f"Use `mpsgen migrate-from-mpsgraph {spec.name}` to move it onto a Metal kernel.",
+        )
+    return RowChoice(chosen, already)
+
+
+def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, changeset: Changeset | None) -> tuple[set[str], list[tuple[str, list[tuple[int, int]]]]]:
+    """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
+    guesses = {spec.name}
+    for e in table.of_op(spec.name):
+        if e.python_module and spec.name.startswith(e.python_module + "_"):
+            guesses.add(e.python_module + "." + spec.name[len(e.python_module) + 1 :])
+    texts = {}
+    for rel in tree.opinfo_files():
+        src = tree.read(rel)
+        texts[rel] = src
+    names: set[str] = set()
+    keys: set[str] = set(guesses)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for rel, src in texts.items():
+        if not any(g in src.text for g in guesses):
+            continue
+        for entry in find_op_entries(rel, src.text, spec.name, guesses):
+            names.add(entry.name)
+            keys.add(entry.name + entry.variant)
+            keys.update(entry.aliases)
+            spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
+    for rel, src in texts.items():
+        if not any(n in src.text for n in names):
+            continue
+        for entry in find_ref_entries(rel, src.text, names):
+            spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
+    merged = [(rel, sorted(set(s))) for rel, s in spans.items()]
+    return keys, merged
+
+
+def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> Changeset:
+    changeset = Changeset(tree)
+    metal_rel = spec.files.get("metal") or DEFAULT_METAL[spec.base_kind]
+    mm_rel = spec.files.get("mm") or DEFAULT_MM[spec.base_kind]
+    tree.resolve(metal_rel, "files.metal")
+    tree.resolve(mm_rel, "files.mm")
+
+    # -- native_functions.yaml ---------------------------------------------------------------
+    yaml_src = tree.read(NATIVE_FUNCTIONS)
+    table = scan_native_functions(yaml_src.text)
+    if yaml_mode == "add":
+        choice = choose_rows(spec, table)
+        rows = [e.name for e in choice.rows]
+        if rows:
+            changeset.add(yaml_src, yaml_edit.add_mps_to_rows(yaml_src.text, rows))
+            changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}")
+        already_on_metal = not rows
+    else:
+        already_on_metal = False
+
+    # -- the Metal kernel ------------------------------------------------------------------
+    metal_src = tree.read(metal_rel, what="Metal kernel file")
+    indexing = tree.read(INDEXING_HEADER, what="registration macro header")
+    metal = scan_metal(metal_src.text)
+    base_macros = {
+        n
+        for n, d in scan_metal(indexing.text).macros.items()
+        if n.startswith("REGISTER_") and d.params and d.params[0] == "NAME"
+    }
+    registrations = plan_registrations(spec, metal, base_macros, metal_rel)
+    functor_exists = spec.name in metal.functors
+    functor_text = None if functor_exists else render_functor(spec)
+    if functor_exists and not spec.functor.is_scaffold:
+        changeset.warnings.append(
+            f"{metal_rel}:{metal.functors[spec.name].start_line + 1}: {spec.name}_functor already exists; kept it, "
+            f"the functor from {spec.functor.origin} was not used."
+        )
+    needs_regs = registrations.statements or registrations.complex_statements or registrations.bulk_lines
+    if functor_text or needs_regs:
+        new_metal = metal_edit.add_op(
+            metal_src.text, metal_edit.MetalAddition(spec.name, functor_text, registrations)
+        )
+        changeset.add(metal_src, new_metal)
+        regs = list(registrations.statements) + list(registrations.complex_statements)
+        regs += [f"{b}: {line}" for b, line in registrations.bulk_lines]
+        changeset.notes.append(f"{metal_rel}: " + ("functor, " if functor_text else "") + " ".join(regs))
+    if functor_text and spec.functor.is_scaffold:
+        changeset.warnings.append(
+            f"no functor source for {spec.name}: wrote a scaffold that fails to compile on purpose. "
+            f"Give --expr, --functor-file or a spec in specs/{spec.name}.yaml."
+        )
+
+    # -- the host kernel -------------------------------------------------------------------------
+    mm_src = tree.read(mm_rel, what="host kernel file")
+    mm = scan_mm(mm_src.text)
+    helper = None
+    if not spec.has_alpha and spec.stub == f"{spec.name}_stub":
+        for h in mm.helper_macros.values():
+            if h.kind == spec.base_kind:
+                helper = h.name
+                break
+    addition = mm_edit.KernelAddition(spec.name, spec.stub, spec.base_kind, spec.has_alpha, helper)
+    new_mm = mm_edit.add_kernel(mm_src.text, addition)
+    if new_mm != mm_src.text:
+        changeset.add(mm_src, new_mm)
+        how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.name)} + REGISTER_DISPATCH"
+        changeset.notes.append(f"{mm_rel}: {how} for {spec.stub}")
+    stubs = declared_stubs(tree)
+    if spec.stub not in stubs:
+        changeset.warnings.append(
+            f"no DECLARE_DISPATCH(..., {spec.stub}) under aten/src/ATen/native/: REGISTER_DISPATCH will not link "
+            "until the stub is declared (and DEFINE_DISPATCH'd), or pass --stub with the real name."
+        )
+
+    if already_on_metal and changeset.empty:
+        return changeset  # nothing to do
+    if already_on_metal:
+        e = choose_rows(spec, table).already_mps
+        where = f"{NATIVE_FUNCTIONS}:{e[0].shared_entry.line}" if e else NATIVE_FUNCTIONS
+        raise Refused(
+            f"{spec.name} is already on Metal ({where}) but this tree lacks parts of it; mpsgen will not mix "
+            "its output into a hand-written kernel.",
+            hint="Finish the missing pieces by hand, or run `mpsgen check` to see what is inconsistent.",
+        )
+
+    # -- tests: xfail lists and OpInfo decorators -----------------------------------------
+    keys, spans = opinfo_keys(tree, spec, table, changeset)
+    common = tree.read_optional(COMMON_MPS)
+    if common is not None:
+        new_common = common_mps_edit.remove_op_entries(common.text, keys, covered_torch_dtypes(spec))
+        if new_common != common.text:
+            changeset.add(common, new_common)
+            changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}")
+    for rel, entry_spans in spans:
+        src = tree.read(rel)
+        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans)
+        if new_text != src.text:
+            changeset.add(src, new_text)
+            changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")
+    return changeset

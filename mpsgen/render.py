@@ -1,0 +1,33 @@
+"""Jinja2 rendering of the code shapes kept in ``templates/``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+
+def resource_dir(name: str) -> Path:
+    """``templates`` or ``specs``: inside the installed wheel, or at the repository root."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"mpsgen's {name}/ folder is missing from the installation")
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(template: str, **context: object) -> str:
+    return environment().get_template(template).render(**context).rstrip("\n")

@@ -1,0 +1,125 @@
+"""Find OpInfo entries in the (1.4 MB) OpInfo files without parsing them whole.
+
+A regex finds every ``XxxInfo('name'`` header in one pass; only the entries of interest
+get their span measured, by a small Python-aware bracket scanner (strings and comments
+skipped) that walks from the header's ``(`` to its match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEADER = re.compile(r"""^[ \t]*(\w*Info)\(\s*(?:#[^\n]*\n\s*)*(['"])([\w.]+)\2""", re.M)
+_ATEN = r"""aten_name\s*=\s*['"]{}['"]"""
+_TORCH_OPINFO = r"""torch_opinfo_name\s*=\s*['"]{}['"]"""
+_VARIANT = re.compile(r"""variant_test_name\s*=\s*['"]([\w.]*)['"]""")
+_ALIASES = re.compile(r"""aliases\s*=\s*\(([^)]*)\)""")
+
+
+@dataclass(frozen=True)
+class OpInfoEntry:
+    path: str
+    ctor: str  # OpInfo, UnaryUfuncInfo, ElementwiseBinaryPythonRefInfo, ...
+    name: str
+    start: int  # offset of the header line
+    open_paren: int
+    close_paren: int
+    variant: str
+    aliases: tuple[str, ...]
+
+    @property
+    def is_ref(self) -> bool:
+        return self.name.startswith("_refs.")
+
+
+def python_close(text: str, open_pos: int) -> int:
+    """Offset of the bracket closing ``text[open_pos]``, skipping strings and comments."""
+    depth = 0
+    i, n = open_pos, len(text)
+    while i < n:
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif c in "\"'":
+            triple = text[i : i + 3] in ('"""', "'''")
+            if triple:
+                j = text.find(text[i : i + 3], i + 3)
+                i = n if j < 0 else j + 3
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        i += 1
+    return -1
+
+
+def headers(text: str) -> list[tuple[int, str, str, int]]:
+    """(header offset, constructor, name, offset of '(') for every entry."""
+    return [(m.start(), m.group(1), m.group(3), text.index("(", m.start())) for m in _HEADER.finditer(text)]
+
+
+def _entry(path: str, text: str, h: tuple[int, str, str, int]) -> OpInfoEntry | None:
+    start, ctor, name, open_paren = h
+    close = python_close(text, open_paren)
+    if close < 0:
+        return None
+    body = text[open_paren:close]
+    variant = _VARIANT.search(body)
+    aliases = _ALIASES.search(body)
+    alias_names = tuple(re.findall(r"""['"]([\w.]+)['"]""", aliases.group(1))) if aliases else ()
+    return OpInfoEntry(path, ctor, name, start, open_paren, close, variant.group(1) if variant else "", alias_names)
+
+
+def _enclosing(hs: list[tuple[int, str, str, int]], offset: int) -> tuple[int, str, str, int] | None:
+    best = None
+    for h in hs:
+        if h[0] < offset:
+            best = h
+        else:
+            break
+    return best
+
+
+def find_op_entries(path: str, text: str, aten_op: str, extra_names: set[str]) -> list[OpInfoEntry]:
+    """Entries for ``aten_op``: OpInfos named after it (or ``aten_name=`` it, or one of
+    ``extra_names``) and the python refs that point at them."""
+    hs = headers(text)
+    wanted: dict[int, tuple[int, str, str, int]] = {}
+    names = {aten_op} | extra_names
+    for h in hs:
+        if h[2] in names and not h[2].startswith("_refs."):
+            wanted[h[0]] = h
+    if aten_op in text:
+        for m in re.finditer(_ATEN.format(re.escape(aten_op)), text):
+            h = _enclosing(hs, m.start())
+            if h:
+                wanted[h[0]] = h
+    entries = [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]
+    return entries
+
+
+def find_ref_entries(path: str, text: str, opinfo_names: set[str]) -> list[OpInfoEntry]:
+    hs = headers(text)
+    wanted: dict[int, tuple[int, str, str, int]] = {}
+    for h in hs:
+        if h[2].startswith("_refs.") and h[2][len("_refs.") :] in opinfo_names:
+            wanted[h[0]] = h
+    for name in opinfo_names:
+        if name not in text:
+            continue
+        for m in re.finditer(_TORCH_OPINFO.format(re.escape(name)), text):
+            h = _enclosing(hs, m.start())
+            if h:
+                wanted[h[0]] = h
+    return [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]
