@@ -33,17 +33,21 @@ def kernel_function_name(op: str) -> str:
     return f"{op}_mps_kernel"
 
 
+def wrap_arguments(head: str, args: list[str], tail: str, indent: int = 0) -> str:
+    """Lay out ``head(args)tail`` as clang-format does with PyTorch's style: one line if it
+    fits, else one argument a line aligned after the open bracket, else broken after it."""
+    if indent + len(head) + len(", ".join(args)) + len(tail) <= COLUMN_LIMIT:
+        return ", ".join(args)
+    width = indent + len(head)
+    if all(width + len(a) + len(tail) + 1 <= COLUMN_LIMIT for a in args):
+        return (",\n" + " " * width).join(args)
+    pad = " " * (indent + 4)
+    return "\n" + pad + (",\n" + pad).join(args)
+
+
 def _signature(function: str, alpha: bool) -> str:
     params = ["TensorIteratorBase& iter"] + (["const Scalar& alpha"] if alpha else [])
-    head = f"static void {function}("
-    one_line = head + ", ".join(params) + ") {"
-    if len(one_line) <= COLUMN_LIMIT:
-        return ", ".join(params)
-    # clang-format: bin-pack off, align after the open bracket, else break after it
-    aligned = (",\n" + " " * len(head)).join(params)
-    if all(len(head) + len(p) + 3 <= COLUMN_LIMIT for p in params):
-        return aligned
-    return "\n    " + ",\n    ".join(params)
+    return wrap_arguments(f"static void {function}(", params, ") {")
 
 
 def render_kernel_function(addition: KernelAddition, library: str) -> str:
@@ -52,10 +56,14 @@ def render_kernel_function(addition: KernelAddition, library: str) -> str:
         "mm/kernel_function.mm.j2",
         function=function,
         signature=_signature(function, addition.alpha),
+        call_args=wrap_arguments(
+            f"{library}.exec_{addition.kind}_kernel(",
+            ["iter", f'"{addition.op}"'] + (["alpha"] if addition.alpha else []),
+            ");",
+            indent=2,
+        ),
         library=library,
         kind=addition.kind,
-        kernel=addition.op,
-        alpha=addition.alpha,
     )
 
 

@@ -14,6 +14,7 @@ from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(([^)]*)\))?", re.M)
 _STRUCT_FUNCTOR = re.compile(r"^[ \t]*struct[ \t]+([A-Za-z_]\w*)_functor\b", re.M)
+_NAMESPACE_OPEN = re.compile(r"^\s*(?:inline\s+)?namespace\b[^;{]*\{")
 _STATEMENT = re.compile(r"^([A-Za-z_]\w*)[ \t]*\(", re.M)
 
 
@@ -88,15 +89,21 @@ def scan_metal(text: str) -> MetalSource:
             params = ()
         macros[m.group(1)] = MacroDef(m.group(1), params, body, first, last)
 
-    # brace depth per line (ignoring macro lines)
+    # brace depth per line, not counting namespace braces (ignoring macro lines)
     depth_at: list[int] = []
-    depth = 0
+    stack: list[bool] = []  # True for a namespace's brace
     masked_lines = masked.split("\n")
     for idx, ln in enumerate(masked_lines):
-        depth_at.append(depth)
-        if idx in in_macro:
+        depth_at.append(sum(1 for is_ns in stack if not is_ns))
+        if idx in in_macro or ("{" not in ln and "}" not in ln):
             continue
-        depth += ln.count("{") - ln.count("}")
+        is_namespace = bool(_NAMESPACE_OPEN.match(ln))
+        for ch in ln:
+            if ch == "{":
+                stack.append(is_namespace)
+                is_namespace = False
+            elif ch == "}" and stack:
+                stack.pop()
 
     functors: dict[str, FunctorDef] = {}
     for m in _STRUCT_FUNCTOR.finditer(masked):

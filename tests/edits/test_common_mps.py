@@ -1,0 +1,64 @@
+"""common_mps.py edits on the real torch 2.13 file."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+import pytest
+
+from mpsgen.edits.common_mps import remove_op_entries, xfail_entries
+from mpsgen.tree import COMMON_MPS
+
+FLOATS = {"torch.float32", "torch.float16", "torch.bfloat16"}
+
+
+@pytest.fixture(scope="module")
+def real(real_sources) -> str:
+    return real_sources[COMMON_MPS].read_text(encoding="utf-8")
+
+
+def diff(a: str, b: str) -> list[str]:
+    return [l for l in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+
+
+def test_dict_names_are_read_from_the_file(real):
+    names, entries = xfail_entries(real)
+    assert {"UNIMPLEMENTED_XFAILLIST", "UNDEFINED_XFAILLIST", "ON_MPS_XFAILLIST", "SKIPLIST"} <= set(names)
+    assert "MPS_XFAILLIST" not in names  # the stale name from the in-tree recipe
+    heaviside = [e for e in entries if e.key == "heaviside"]
+    assert heaviside and heaviside[0].dict_name == "UNIMPLEMENTED_XFAILLIST" and heaviside[0].dtypes is None
+
+
+def test_none_entry_removed_comment_below_kept(real):
+    out = remove_op_entries(real, {"heaviside"}, FLOATS)
+    assert diff(real, out) == ['-            "heaviside": None,']
+    assert '            # "kthvalue": None,' in out
+    ast.parse(out)
+
+
+def test_dtype_entry_cut_down_to_uncovered_dtypes(real):
+    out = remove_op_entries(real, {"argsort"}, FLOATS)
+    tree = ast.parse(out)
+    assert '"argsort": [\n                torch.int8,\n                torch.uint8,\n                torch.bool,\n            ],' in out
+    assert tree
+
+
+def test_entry_fully_covered_goes_with_its_own_comment(real):
+    out = remove_op_entries(real, {"nn.functional.multi_head_attention_forward"}, FLOATS)
+    removed = [l for l in diff(real, out) if l.startswith("-")]
+    assert removed[0] == "-            # See https://github.com/pytorch/pytorch/issues/111479"
+    assert "# zero to negative integer powers are undefined" in out
+
+
+def test_inline_list_cut_down(real):
+    out = remove_op_entries(real, {"stft"}, {"torch.float16"})
+    assert '"stft": [torch.bfloat16],' in out
+
+
+def test_entry_with_no_covered_dtype_stays(real):
+    assert remove_op_entries(real, {"argsort"}, {"torch.complex64"}) == real
+
+
+def test_unknown_key_is_a_no_op(real):
+    assert remove_op_entries(real, {"no_such_op"}, FLOATS) == real

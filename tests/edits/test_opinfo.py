@@ -1,0 +1,54 @@
+"""OpInfo decorator removal on the real 1.4 MB common_methods_invocations.py and special.py."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from mpsgen.edits.opinfo import remove_mps_decorators
+from mpsgen.tree import COMMON_METHODS
+from mpsgen.tree.opinfo import find_op_entries, find_ref_entries
+
+
+@pytest.fixture(scope="module")
+def cmi(real_sources) -> str:
+    return real_sources[COMMON_METHODS].read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def special(real_sources) -> str:
+    return real_sources["torch/testing/_internal/opinfo/definitions/special.py"].read_text(encoding="utf-8")
+
+
+def edit(text: str, op: str, extra: set[str]) -> str:
+    entries = find_op_entries("f", text, op, extra)
+    refs = find_ref_entries("f", text, {e.name for e in entries})
+    return remove_mps_decorators(text, [(e.open_paren, e.close_paren) for e in entries + refs])
+
+
+def test_heaviside_opinfo_and_ref_lose_mps_decorators_only(cmi):
+    out = edit(cmi, "heaviside", set())
+    start = out.index("BinaryUfuncInfo('heaviside'")
+    body = out[start : out.index("BinaryUfuncInfo('lcm'")]
+    assert "device_type='mps'" not in body and "MPS device" not in body
+    assert "'test_reference_numerics_extremal_values'" in body  # non-MPS decorators stay
+    ref = out[out.index('"_refs.heaviside"') : out.index('"_refs.hypot"')]
+    assert "device_type='mps'" not in ref and "PyTorch's heaviside does not appear to propagate NaNs" in ref
+    removed = len(cmi.splitlines()) - len(out.splitlines())
+    assert removed == 6 + 3
+    # every other MPS decorator of the file is still there
+    assert cmi.count("device_type='mps'") - out.count("device_type='mps'") == 7
+
+
+def test_special_ndtri_empty_skips_argument_removed(special):
+    out = edit(special, "special_ndtri", {"special.ndtri"})
+    entry = out[out.index('"special.ndtri",') : out.index('"special.log_ndtr",')]
+    assert "skips" not in entry and "DecorateInfo" not in entry
+    log_ndtr = out[out.index('"special.log_ndtr",') :]
+    assert 'device_type="mps"' in log_ndtr[:800]  # the neighbour keeps its own
+    ast.parse(out)
+
+
+def test_op_without_mps_decorators_unchanged(cmi):
+    assert edit(cmi, "lcm", set()) == cmi
