@@ -39,7 +39,8 @@ def wrap_arguments(head: str, args: list[str], tail: str, indent: int = 0) -> st
     if indent + len(head) + len(", ".join(args)) + len(tail) <= COLUMN_LIMIT:
         return ", ".join(args)
     width = indent + len(head)
-    if all(width + len(a) + len(tail) + 1 <= COLUMN_LIMIT for a in args):
+    ends = [","] * (len(args) - 1) + [tail]
+    if all(width + len(a) + len(end) <= COLUMN_LIMIT for a, end in zip(args, ends)):
         return (",\n" + " " * width).join(args)
     pad = " " * (indent + 4)
     return "\n" + pad + (",\n" + pad).join(args)
