@@ -80,6 +80,14 @@ class OpSpec:
         return self.kind.endswith("_alpha")
 
     @property
+    def kernel(self) -> str:
+        """The Metal kernel name: ``<kernel>_functor``, ``REGISTER_*(<kernel>, ...)`` and
+        ``exec_*_kernel(iter, "<kernel>")``. A binary op with a Scalar gets upstream's
+        ``<op>_alpha`` (``add_alpha``, ``sub_alpha``), leaving ``<op>`` for the alpha-free
+        functor many trees already have; every other kind uses the op name."""
+        return f"{self.name}_alpha" if self.kind == "binary_alpha" else self.name
+
+    @property
     def base_kind(self) -> str:
         """"unary", "binary" or "ternary": which kernel file and exec_*_kernel."""
         return self.kind.split("_")[0]

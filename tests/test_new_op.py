@@ -1,0 +1,258 @@
+"""`mpsgen new-op` end to end on practice trees holding the real torch 2.13 files."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpsgen.errors import Refused
+from mpsgen.newop import plan_new_op
+from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
+from tests.conftest import git_init, snapshot
+
+BIN_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+BIN_MM = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+UN_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+UN_MM = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+SPECIAL = "torch/testing/_internal/opinfo/definitions/special.py"
+
+
+def read(root: Path, rel: str) -> str:
+    return (root / rel).read_text(encoding="utf-8")
+
+
+def test_heaviside(real_tree: Path, run):
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    yaml_text = read(real_tree, NATIVE_FUNCTIONS)
+    assert "    CPU, CUDA, MPS: heaviside_out\n" in yaml_text
+    assert '"heaviside": None' not in read(real_tree, COMMON_MPS)
+    cmi = read(real_tree, COMMON_METHODS)
+    op = cmi[cmi.index("BinaryUfuncInfo('heaviside'") : cmi.index("BinaryUfuncInfo('lcm'")]
+    ref = cmi[cmi.index('"_refs.heaviside"') : cmi.index('"_refs.hypot"')]
+    assert "device_type='mps'" not in op + ref
+    metal = read(real_tree, BIN_METAL)
+    assert "struct heaviside_functor {" in metal
+    assert "REGISTER_FLOAT_BINARY_OP(heaviside);\nREGISTER_INTEGER_BINARY_OP(heaviside);" in metal
+    mm = read(real_tree, BIN_MM)
+    assert "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel)" in mm
+    changed = {k for k, v in snapshot(real_tree).items() if before.get(k) != v}
+    assert changed == {NATIVE_FUNCTIONS, COMMON_MPS, COMMON_METHODS, BIN_METAL, BIN_MM}
+
+
+def test_special_ndtri(real_tree: Path, run):
+    result = run("new-op", "special_ndtri", "--unary", "--int2float", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    assert "    CPU, CUDA, MPS: special_ndtri_out\n" in read(real_tree, NATIVE_FUNCTIONS)
+    assert '"special.ndtri"' not in read(real_tree, COMMON_MPS)
+    special = read(real_tree, SPECIAL)
+    entry = special[special.index('"special.ndtri",') : special.index('"special.log_ndtr",')]
+    assert "device_type" not in entry
+    assert "REGISTER_UNARY_OP(special_ndtri, DTYPE1, DTYPE0)" in read(real_tree, UN_METAL)
+    assert "REGISTER_UNARY_TI_DISPATCH(special_ndtri);" in read(real_tree, UN_MM)
+
+
+def test_atan2_on_a_tree_without_its_mps_row(real_tree: Path, run):
+    yaml_path = real_tree / NATIVE_FUNCTIONS
+    text = yaml_path.read_text()
+    assert "    CPU, CUDA, MPS: atan2_out\n" in text
+    yaml_path.write_text(text.replace("    CPU, CUDA, MPS: atan2_out\n", "    CPU, CUDA: atan2_out\n"))
+    result = run("new-op", "atan2", "--binary", "--int2float", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    assert yaml_path.read_text() == text  # back to exactly upstream's line
+    metal = read(real_tree, BIN_METAL)
+    assert "REGISTER_FLOAT_BINARY_OP(atan2);\nREGISTER_INT2FLOAT_BINARY_OP(atan2);" in metal
+    assert "::precise::atan2" in metal  # functor from the shipped specs/atan2.yaml
+
+
+def test_atan2_already_on_metal_is_refused(real_tree: Path, run):
+    before = snapshot(real_tree)
+    result = run("new-op", "atan2", "--binary", "--int2float", "--root", real_tree)
+    assert result.exit_code == 1
+    assert "already on Metal" in result.stderr and "native_functions.yaml:" in result.stderr
+    assert snapshot(real_tree) == before
+
+
+def test_second_run_is_a_no_op(real_tree: Path, run):
+    assert run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree).exit_code == 0
+    before = snapshot(real_tree)
+    again = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert again.exit_code == 0 and "nothing to do" in again.stderr
+    strict = run("new-op", "heaviside", "--binary", "--integer", "--strict", "--root", real_tree)
+    assert strict.exit_code == 1
+    assert snapshot(real_tree) == before
+
+
+def test_dry_run_prints_diff_and_writes_nothing(real_tree: Path, run):
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--dry-run", "--root", real_tree)
+    assert result.exit_code == 0
+    assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
+    assert "diff --git a/aten/src/ATen/native/native_functions.yaml" in result.stdout
+    assert snapshot(real_tree) == before
+
+
+def test_patch_applies_and_reverses_with_git(real_tree: Path, run, tmp_path: Path):
+    git_init(real_tree)
+    before = snapshot(real_tree)
+    patch = tmp_path / "op.patch"
+    result = run("new-op", "special_ndtri", "--unary", "--int2float", "--patch", patch, "--root", real_tree)
+    assert result.exit_code == 0 and patch.is_file()
+    assert snapshot(real_tree) == before
+    subprocess.run(["git", "-C", real_tree, "apply", "--check", patch], check=True)
+    subprocess.run(["git", "-C", real_tree, "apply", patch], check=True)
+    assert "CPU, CUDA, MPS: special_ndtri_out" in read(real_tree, NATIVE_FUNCTIONS)
+    subprocess.run(["git", "-C", real_tree, "apply", "-R", patch], check=True)
+    assert snapshot(real_tree) == before
+
+
+def test_scaffold_and_missing_stub_warnings(real_tree: Path, run):
+    result = run("new-op", "special_log_ndtr", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    assert "scaffold" in result.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in result.stderr
+    metal = read(real_tree, UN_METAL)
+    assert "struct special_log_ndtr_functor" in metal and "static_assert(" in metal
+
+
+def test_declared_stub_gives_no_warning(real_tree: Path, run):
+    result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert "DECLARE_DISPATCH" not in result.stderr
+
+
+# -- bad input: message, exit code, nothing written ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, code, needle",
+    [
+        (["heaviside", "--unary", "--binary"], 2, "mutually exclusive"),
+        (["heaviside"], 2, "--unary or --binary"),
+        (["heavi;side", "--binary"], 2, "not a C identifier"),
+        (["heavi)side", "--binary"], 2, "not a C identifier"),
+        (['heavi"side', "--binary"], 2, "not a C identifier"),
+        (["heavi\nside", "--binary"], 2, "not a C identifier"),
+        (["heaviside", "--binary", "--int2float", "--integer"], 2, "pick one"),
+        (["heaviside", "--unary", "--opmath"], 2, "opmath"),
+        (["no_such_op_at_all", "--binary"], 1, "is not in aten/src/ATen/native/native_functions.yaml"),
+        (["heaviside", "--binary", "--row", "heaviside.Scalar"], 1, "not a row of heaviside"),
+        (["acosh", "--unary"], 1, "migrate-from-mpsgraph"),
+        (["heaviside", "--binary", "--expr", "a", "--functor-file", "f"], 2, "mutually exclusive"),
+        (["heaviside", "--binary", "--dry-run", "--patch", "p"], 2, "mutually exclusive"),
+    ],
+)
+def test_bad_input(real_tree: Path, run, args, code, needle):
+    before = snapshot(real_tree)
+    result = run("new-op", *args, "--root", real_tree)
+    assert result.exit_code == code, result.output
+    assert needle in result.stderr
+    assert "Traceback" not in result.output
+    assert snapshot(real_tree) == before
+
+
+def test_spec_with_unknown_dtype_and_outside_path(real_tree: Path, run, tmp_path: Path):
+    spec = tmp_path / "heaviside.yaml"
+    spec.write_text("name: heaviside\nkind: binary\ndtypes: [float, quad]\nfiles:\n  metal: ../../etc/x.metal\n")
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--spec", spec, "--root", real_tree)
+    assert result.exit_code == 2
+    assert f"{spec}:3:17: unknown dtype group 'quad'" in result.stderr
+    assert f"{spec}:5:10: files.metal:" in result.stderr and "outside the PyTorch tree" in result.stderr
+    assert snapshot(real_tree) == before
+
+
+def test_not_a_pytorch_tree(tmp_path: Path, run):
+    result = run("new-op", "heaviside", "--binary", "--root", tmp_path)
+    assert result.exit_code == 2 and "is not a PyTorch source tree" in result.stderr
+
+
+def test_missing_target_file(real_tree: Path, run):
+    (real_tree / BIN_MM).unlink()
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert result.exit_code == 2 and f"{BIN_MM} does not exist" in result.stderr
+    assert snapshot(real_tree) == before
+
+
+def test_non_utf8_target(real_tree: Path, run):
+    path = real_tree / BIN_METAL
+    path.write_bytes(path.read_bytes() + b"// caf\xe9\n")
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert result.exit_code == 2 and "not valid UTF-8" in result.stderr and BIN_METAL in result.stderr
+    assert snapshot(real_tree) == before
+
+
+def test_read_only_target_writes_no_file(real_tree: Path, run):
+    path = real_tree / BIN_MM
+    path.chmod(0o444)
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert result.exit_code == 2 and "read-only" in result.stderr and BIN_MM in result.stderr
+    assert snapshot(real_tree) == before
+
+
+def test_file_changed_since_plan_is_refused(real_tree: Path):
+    tree = PytorchTree(real_tree)
+    changeset = plan_new_op(tree, OpSpec("heaviside", "binary", FunctorSource(expr="a"), ("integer",)))
+    (real_tree / BIN_METAL).write_text(read(real_tree, BIN_METAL) + "// edited meanwhile\n")
+    before = snapshot(real_tree)
+    with pytest.raises(Refused, match="changed since mpsgen read it"):
+        changeset.apply()
+    assert snapshot(real_tree) == before
+
+
+def test_failure_mid_apply_rolls_back(real_tree: Path, monkeypatch):
+    tree = PytorchTree(real_tree)
+    changeset = plan_new_op(tree, OpSpec("heaviside", "binary", FunctorSource(expr="a"), ("integer",)))
+    before = snapshot(real_tree)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(28, "No space left on device", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(Refused, match="restored"):
+        changeset.apply()
+    assert snapshot(real_tree) == before
+    assert not list(real_tree.rglob("*.mpsgen"))
+
+
+def test_crlf_files_keep_crlf(real_tree: Path, run):
+    path = real_tree / BIN_MM
+    original = path.read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(original)
+    assert run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree).exit_code == 0
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n")
+    assert b"REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel)\r\n" in data
+    new_lines = iter(data.split(b"\r\n"))
+    assert all(line in new_lines for line in original.split(b"\r\n"))  # every old line, in order
+
+
+def test_root_defaults_to_nearest_ancestor(real_tree: Path, run, monkeypatch):
+    monkeypatch.chdir(real_tree / "aten/src/ATen/native/mps")
+    result = run("new-op", "heaviside", "--binary", "--integer", "--dry-run")
+    assert result.exit_code == 0 and "heaviside_out" in result.stdout
+
+
+def test_no_tree_found_from_cwd(tmp_path: Path, run, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("new-op", "heaviside", "--binary")
+    assert result.exit_code == 2 and "not inside a PyTorch source tree" in result.stderr
+
+
+def test_demo_runs(run):
+    result = run("demo")
+    assert result.exit_code == 0, result.output
+    assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
+    assert "real native_functions.yaml" in result.stderr

@@ -1,0 +1,102 @@
+"""Spec loading and `mpsgen spec validate`: every problem, with file:line:col."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpsgen.errors import SpecErrors
+from mpsgen.render import resource_dir
+from mpsgen.spec import load_spec, parse_spec_text
+
+
+def problems(text: str) -> list[str]:
+    _spec, found = parse_spec_text(text, "s.yaml")
+    return [f"{loc}: {msg}" for loc, msg in found]
+
+
+def test_shipped_specs_are_valid():
+    specs = sorted(resource_dir("specs").glob("*.yaml"))
+    assert specs, "specs/ ships at least one spec"
+    for path in specs:
+        spec = load_spec(path)
+        assert spec.name == path.stem
+
+
+def test_minimal_spec_defaults():
+    spec, found = parse_spec_text("name: heaviside\nkind: binary\n", "s.yaml")
+    assert not found and spec is not None
+    assert spec.stub == "heaviside_stub" and spec.dtypes == ("float",) and spec.rows is None
+    assert spec.functor.is_scaffold
+
+
+def test_every_problem_reported_with_line_and_column():
+    text = (
+        "name: 'bad;name'\n"
+        "kind: quaternary\n"
+        "dtypes: [float, float128]\n"
+        "stub: 'x y'\n"
+        "files:\n"
+        "  metal: /etc/passwd\n"
+        "  mm: ../../outside.mm\n"
+        "colour: blue\n"
+    )
+    found = problems(text)
+    assert any(p.startswith("s.yaml:1:7: 'name'") and "not a C identifier" in p for p in found)
+    assert any(p.startswith("s.yaml:2:7: unknown kind 'quaternary'") for p in found)
+    assert any(p.startswith("s.yaml:3:17: unknown dtype group 'float128'") for p in found)
+    assert any(p.startswith("s.yaml:4:7: 'stub'") for p in found)
+    assert any(p.startswith("s.yaml:6:10: files.metal:") and "absolute" in p for p in found)
+    assert any(p.startswith("s.yaml:7:7: files.mm:") and "outside the PyTorch tree" in p for p in found)
+    assert any(p.startswith("s.yaml:8:1: unknown key 'colour'") for p in found)
+    assert len(found) == 7
+
+
+@pytest.mark.parametrize(
+    "name", ["1abc", "a)b", "a;b", 'a"b', "a'b", "a\\nb", "struct", "with space"]
+)
+def test_names_that_are_not_c_identifiers(name):
+    found = problems(f"name: {name!r}\nkind: unary\n".replace("\\\\n", "\\n"))
+    assert found and ("C identifier" in found[0] or "keyword" in found[0])
+
+
+def test_contradictory_dtype_groups():
+    found = problems("name: x\nkind: binary\ndtypes: [int2float, integer]\n")
+    assert found and "pick one" in found[0]
+    found = problems("name: x\nkind: unary\ndtypes: [opmath]\n")
+    assert found and "opmath" in found[0]
+
+
+def test_malformed_yaml_has_a_location():
+    found = problems("name: x\nkind: [unary\n")
+    assert found and found[0].startswith("s.yaml:") and "not valid YAML" in found[0]
+
+
+def test_functor_forms():
+    spec, _ = parse_spec_text("name: x\nkind: unary\nfunctor:\n  expr: x * x\n", "s")
+    assert spec.functor.expr == "x * x"
+    spec, _ = parse_spec_text("name: x\nkind: unary\nexpr: x + 1\n", "s")
+    assert spec.functor.expr == "x + 1"
+    spec, _ = parse_spec_text("name: x\nkind: unary\nfunctor: |\n  template <typename T>\n  T operator()(T x) { return x; }\n", "s")
+    assert "operator()" in spec.functor.body
+    assert problems("name: x\nkind: unary\nfunctor: {expr: a}\nexpr: b\n")
+
+
+def test_load_spec_raises_with_all_problems(tmp_path: Path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("kind: unary\n")
+    with pytest.raises(SpecErrors) as info:
+        load_spec(p)
+    assert "missing required key 'name'" in str(info.value)
+
+
+def test_cli_validate_reports_and_exits_2(tmp_path: Path, run):
+    good = resource_dir("specs") / "heaviside.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: ok\nkind: binary\ndtypes: [float, quad]\n")
+    result = run("spec", "validate", good, bad)
+    assert result.exit_code == 2
+    assert f"{bad}:3:17: unknown dtype group 'quad'" in result.stderr
+    assert "ok" in result.stderr and "Traceback" not in result.output
+    assert run("spec", "validate", good).exit_code == 0
