@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +18,30 @@ from pathlib import Path
 from mpsgen.errors import BadInput, Refused
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int = 3) -> list[str]:
+    """difflib's unified diff, computed only between the common head and tail of the two
+    files (the 1.4 MB OpInfo file costs milliseconds instead of a quarter second)."""
+    head = 0
+    limit = min(len(old), len(new))
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    start = max(0, head - context)
+    o_end, n_end = len(old) - max(0, tail - context), len(new) - max(0, tail - context)
+    lines = list(difflib.unified_diff(old[start:o_end], new[start:n_end], a, b, n=context))
+
+    def shift(m: re.Match) -> str:
+        # line numbers in the slice, shifted back to the file (empty ranges too: "after line N")
+        return f"@@ -{int(m.group(1)) + start}{m.group(2) or ''} +{int(m.group(3)) + start}{m.group(4) or ''} @@"
+
+    return [_HUNK.sub(shift, line) if line.startswith("@@") else line for line in lines]
 
 
 @dataclass(frozen=True)
@@ -73,7 +98,7 @@ class Changeset:
         for e in sorted(self.changed, key=lambda e: e.relpath):
             old = e.source.raw.decode("utf-8").splitlines(keepends=True)
             new = e.new_bytes.decode("utf-8").splitlines(keepends=True)
-            body = list(difflib.unified_diff(old, new, f"a/{e.relpath}", f"b/{e.relpath}", n=3))
+            body = _unified_diff(old, new, f"a/{e.relpath}", f"b/{e.relpath}")
             if not body:
                 continue
             chunks.append(f"diff --git a/{e.relpath} b/{e.relpath}\n")

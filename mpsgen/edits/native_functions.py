@@ -12,7 +12,7 @@ import re
 import yaml
 
 from mpsgen.errors import MpsgenError, Refused
-from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
+from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
 
 _KEYS = re.compile(r"^(    )([A-Za-z0-9_, ]+?)(\s*:\s*)(\S.*)$")
 
@@ -31,18 +31,19 @@ def _join_mps(line: str) -> str:
     return f"{m.group(1)}{new_keys}{m.group(3)}{m.group(4)}"
 
 
-def add_mps_to_rows(text: str, rows: list[str]) -> str:
-    """``CPU, CUDA: k`` -> ``CPU, CUDA, MPS: k`` on each named row (no-op where MPS is there)."""
-    return _edit_rows(text, rows, migrate=False)
+def add_mps_to_rows(text: str, rows: list[str], scanned: NativeFunctions | None = None) -> str:
+    """``CPU, CUDA: k`` -> ``CPU, CUDA, MPS: k`` on each named row (no-op where MPS is there).
+    ``scanned`` is ``text`` already scanned, when the caller has it."""
+    return _edit_rows(text, rows, migrate=False, scanned=scanned)
 
 
-def migrate_rows(text: str, rows: list[str]) -> str:
+def migrate_rows(text: str, rows: list[str], scanned: NativeFunctions | None = None) -> str:
     """Drop a row's ``MPS: <x>_mps`` line and add MPS to its shared CPU/CUDA line."""
-    return _edit_rows(text, rows, migrate=True)
+    return _edit_rows(text, rows, migrate=True, scanned=scanned)
 
 
-def _edit_rows(text: str, rows: list[str], *, migrate: bool) -> str:
-    table = scan_native_functions(text).by_name()
+def _edit_rows(text: str, rows: list[str], *, migrate: bool, scanned: NativeFunctions | None) -> str:
+    table = (scanned or scan_native_functions(text)).by_name()
     lines = text.split("\n")
     drop: set[int] = set()
     touched: list[NativeFunction] = []
