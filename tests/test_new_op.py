@@ -256,3 +256,22 @@ def test_demo_runs(run):
     assert result.exit_code == 0, result.output
     assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
     assert "real native_functions.yaml" in result.stderr
+
+
+def test_functor_file_and_spec_flags(real_tree: Path, run, tmp_path: Path):
+    body = tmp_path / "functor.metal"
+    body.write_text("template <typename T>\ninline T operator()(const T a, const T b) {\n  return a > T(0) ? T(1) : (a < T(0) ? T(0) : b);\n}\n")
+    result = run("new-op", "heaviside", "--binary", "--integer", "--functor-file", body, "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    metal = read(real_tree, BIN_METAL)
+    assert "struct heaviside_functor {\n  template <typename T>\n  inline T operator()(const T a, const T b) {\n    return a > T(0)" in metal
+
+
+def test_spec_flag_drives_everything(real_tree: Path, run, tmp_path: Path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: heaviside\nkind: binary\ndtypes: [integer]\nrows: [heaviside.out]\nexpr: \"a\"\n")
+    result = run("new-op", "heaviside", "--spec", spec, "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    assert "return static_cast<T>(a);" in read(real_tree, BIN_METAL)
+    wrong = run("new-op", "atan2", "--spec", spec, "--root", real_tree)
+    assert wrong.exit_code == 2 and "describes 'heaviside', not 'atan2'" in wrong.stderr

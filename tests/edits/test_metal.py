@@ -89,3 +89,48 @@ def test_existing_registrations_are_not_repeated():
     text = (KERNELS / "BinaryKernel.metal").read_text()
     plan = plan_registrations(spec, scan_metal(text), BASE, "BinaryKernel.metal")
     assert plan.statements == () and plan.bulk_lines == ()
+
+
+def _without_macro(text: str, name: str) -> str:
+    lines = text.split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"#define {name}("))
+    end = start
+    while lines[end].rstrip().endswith("\\"):
+        end += 1
+    return "\n".join(lines[:start] + lines[end + 1 :])
+
+
+def test_only_macros_the_tree_defines_are_emitted():
+    text = (KERNELS / "BinaryKernel.metal").read_text()
+    text = _without_macro(text, "REGISTER_FLOAT_BINARY_OP")
+    spec = OpSpec("heaviside", "binary", FunctorSource(expr="a"), ("integer",))
+    plan = plan_registrations(spec, scan_metal(text), BASE, "BinaryKernel.metal")
+    assert plan.statements == (
+        "REGISTER_BINARY_OP(heaviside, float, float);",
+        "REGISTER_BINARY_OP(heaviside, half, half);",
+        "REGISTER_BINARY_OP(heaviside, bfloat, bfloat);",
+        "REGISTER_INTEGER_BINARY_OP(heaviside);",
+    )
+
+
+def test_a_base_macro_missing_from_indexing_h_is_refused():
+    import pytest
+
+    from mpsgen.errors import Refused
+
+    text = (KERNELS / "BinaryKernel.metal").read_text()
+    spec = OpSpec("atan2", "binary", FunctorSource(expr="a"), ("opmath",))
+    with pytest.raises(Refused, match="REGISTER_OPMATH_BINARY_OP"):
+        plan_registrations(spec, scan_metal(text), BASE - {"REGISTER_OPMATH_BINARY_OP"}, "BinaryKernel.metal")
+
+
+def test_real_indexing_h_base_macros(real_sources):
+    from mpsgen.tree import INDEXING_HEADER
+
+    real = scan_metal(real_sources[INDEXING_HEADER].read_text()).macros
+    base = {n for n, d in real.items() if n.startswith("REGISTER_") and d.params and d.params[0] == "NAME"}
+    assert {"REGISTER_UNARY_OP", "REGISTER_BINARY_OP", "REGISTER_OPMATH_BINARY_OP", "REGISTER_BINARY_ALPHA_OP", "REGISTER_TERNARY_OP"} <= base
+    spec = OpSpec("heaviside", "binary", FunctorSource(expr="a"), ("integer",))
+    text = (KERNELS / "BinaryKernel.metal").read_text()
+    plan = plan_registrations(spec, scan_metal(text), base, "BinaryKernel.metal")
+    assert plan.statements == ("REGISTER_FLOAT_BINARY_OP(heaviside);", "REGISTER_INTEGER_BINARY_OP(heaviside);")
