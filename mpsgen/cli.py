@@ -235,6 +235,132 @@ def demo(
         fail(exc)
 
 
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command("migrate-from-mpsgraph")
+def migrate_from_mpsgraph(
+    op: Optional[str] = typer.Argument(None, help="aten op name, e.g. acosh (omit with --list)"),
+    unary: bool = typer.Option(False, "--unary", help="one tensor input"),
+    binary: bool = typer.Option(False, "--binary", help="two tensor inputs"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary"),
+    int2float: bool = typer.Option(False, "--int2float", help="integer and bool inputs computed in float"),
+    integer: bool = typer.Option(False, "--integer", help="integer and bool inputs, same-type output"),
+    integer_no_bool: bool = typer.Option(False, "--integer-no-bool", help="integer inputs without bool"),
+    complex_: bool = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)"),
+    opmath: bool = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)"),
+    expr: Optional[str] = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b"),
+    functor_file: Optional[Path] = typer.Option(None, "--functor-file", help="file with the functor's struct body"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file (default: specs/<op>.yaml if shipped)"),
+    stub: Optional[str] = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)"),
+    row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to migrate (repeatable)"),
+    partial: bool = typer.Option(False, "--partial", help="migrate the rows that can be; leave (and name) the others"),
+    list_: bool = typer.Option(False, "--list", help="list the ops of this tree that could be migrated"),
+    format_: Optional[ListFormat] = typer.Option(None, "--format", help="--list output: table (default) or json"),
+    root: Optional[Path] = RootOption,
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the diff, write nothing"),
+    patch: Optional[Path] = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing"),
+    strict: bool = typer.Option(False, "--strict", help="exit 1 when there is nothing to do"),
+) -> None:
+    """Move an op from its MPSGraph kernel onto a Metal one: new-op's edits, the yaml rows, and
+    the MPSGraph code removed. `--list` shows the candidates of the tree."""
+    import json
+
+    from mpsgen.migrate import format_table, guess_kind, legacy_rows, list_candidates, plan_migrate
+    from mpsgen.tree.native_yaml import scan_native_functions
+
+    try:
+        if list_:
+            given = [
+                flag
+                for flag, on in (
+                    ("OP", op is not None), ("--unary", unary), ("--binary", binary), ("--kind", kind is not None),
+                    ("--int2float", int2float), ("--integer", integer), ("--integer-no-bool", integer_no_bool),
+                    ("--complex", complex_), ("--opmath", opmath), ("--expr", expr is not None),
+                    ("--functor-file", functor_file is not None), ("--spec", spec_file is not None),
+                    ("--stub", stub is not None), ("--row", bool(row)), ("--partial", partial),
+                    ("--dry-run", dry_run), ("--patch", patch is not None), ("--strict", strict),
+                )
+                if on
+            ]
+            if given:
+                raise BadInput(f"--list takes only --format and --root (got {', '.join(given)}).", hint="Run the listing and the migration separately.")
+            candidates = list_candidates(PytorchTree.locate(root))
+            if format_ == ListFormat.json:
+                out.print(Text(json.dumps([c.as_dict() for c in candidates], indent=2)))
+            else:
+                out.print(Text(format_table(candidates)))
+            return
+        if format_ is not None:
+            raise BadInput("--format applies to --list only.")
+        if op is None:
+            raise BadInput(
+                "give the op to migrate, e.g. `mpsgen migrate-from-mpsgraph acosh --unary --int2float`, "
+                "or --list to see the candidates."
+            )
+        if dry_run and patch is not None:
+            raise BadInput("--dry-run and --patch are mutually exclusive.")
+        if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
+            shipped = resource_dir("specs") / f"{op}.yaml"
+            if shipped.is_file():
+                spec_file = shipped
+            else:
+                tree = PytorchTree.locate(root)
+                table = scan_native_functions(tree.read("aten/src/ATen/native/native_functions.yaml").text)
+                legacy = legacy_rows(table.of_op(op))
+                guess = guess_kind(legacy[0].entry.func) if legacy else "other"
+                flag = {"unary": "--unary", "binary": "--binary"}.get(guess, f"--kind {guess}")
+                looks = f" The schema of {legacy[0].name} looks like `{flag}`." if legacy and guess != "other" else ""
+                raise BadInput(
+                    f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary), "
+                    f"or give --spec.{looks}"
+                )
+        spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
+        tree = PytorchTree.locate(root)
+        changeset = plan_migrate(tree, spec, partial=partial)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op)
+    except MpsgenError as exc:
+        fail(exc)
+
+
+@app.command("check")
+def check(
+    paths: Optional[list[str]] = typer.Argument(None, help="report only findings touching these files (as pre-commit passes them; @FILE reads a list)"),
+    root: Optional[Path] = RootOption,
+    format_: str = typer.Option("text", "--format", help="text, json, lintrunner (JSON lines, always exit 0) or github (workflow annotations)"),
+    explain_code: Optional[str] = typer.Option(None, "--explain", metavar="CODE", help="explain a rule (e.g. MPS002) and how to fix it"),
+) -> None:
+    """Check MPS dispatch consistency (read-only). Exit 0 clean, 1 findings, 2 could not run."""
+    from mpsgen.check import explain, run_check
+    from mpsgen.check.formats import FORMATS, github_lines, json_document, lintrunner_lines, summary, text_lines
+
+    try:
+        if explain_code is not None:
+            out.print(explain(explain_code), markup=False, end="")
+            return
+        if format_ not in FORMATS:
+            raise BadInput(f"--format {format_}: choose one of {', '.join(FORMATS)}.")
+        result = run_check(PytorchTree.locate(root), paths)
+    except MpsgenError as exc:
+        fail(exc)
+    findings = result.findings
+    if format_ == "json":
+        lines = [json_document(findings, result.root)]
+    elif format_ == "lintrunner":
+        lines = lintrunner_lines(findings, result.root)
+    elif format_ == "github":
+        lines = github_lines(findings)
+    else:
+        lines = text_lines(findings)
+    for line in lines:
+        sys.stdout.write(line + "\n")
+    if format_ != "lintrunner":
+        err.print(summary(findings, result.scope), markup=False)
+    raise typer.Exit(1 if findings and format_ != "lintrunner" else 0)
+
+
 def main() -> None:
     try:
         app()

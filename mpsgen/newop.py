@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mpsgen.changeset import Changeset
 from mpsgen.edits import common_mps as common_mps_edit
@@ -142,7 +142,7 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
         choice = choose_rows(spec, table)
         rows = [e.name for e in choice.rows]
         if rows:
-            changeset.add(yaml_src, yaml_edit.add_mps_to_rows(yaml_src.text, rows))
+            changeset.add(yaml_src, yaml_edit.add_mps_to_rows(yaml_src.text, rows, table))
             changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}")
         already_on_metal = not rows
     else:
@@ -157,18 +157,20 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
         for n, d in scan_metal(indexing.text).macros.items()
         if n.startswith("REGISTER_") and d.params and d.params[0] == "NAME"
     }
-    registrations = plan_registrations(spec, metal, base_macros, metal_rel)
-    functor_exists = spec.name in metal.functors
-    functor_text = None if functor_exists else render_functor(spec)
+    # the Metal side is named after the kernel (``sub_alpha`` for sub), not always the op
+    kspec = spec if spec.kernel == spec.name else replace(spec, name=spec.kernel)
+    registrations = plan_registrations(kspec, metal, base_macros, metal_rel)
+    functor_exists = kspec.name in metal.functors
+    functor_text = None if functor_exists else render_functor(kspec)
     if functor_exists and not spec.functor.is_scaffold:
         changeset.warnings.append(
-            f"{metal_rel}:{metal.functors[spec.name].start_line + 1}: {spec.name}_functor already exists; kept it, "
+            f"{metal_rel}:{metal.functors[kspec.name].start_line + 1}: {kspec.name}_functor already exists; kept it, "
             f"the functor from {spec.functor.origin} was not used."
         )
     needs_regs = registrations.statements or registrations.complex_statements or registrations.bulk_lines
     if functor_text or needs_regs:
         new_metal = metal_edit.add_op(
-            metal_src.text, metal_edit.MetalAddition(spec.name, functor_text, registrations)
+            metal_src.text, metal_edit.MetalAddition(kspec.name, functor_text, registrations)
         )
         changeset.add(metal_src, new_metal)
         regs = list(registrations.statements) + list(registrations.complex_statements)
@@ -189,11 +191,11 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
             if h.kind == spec.base_kind:
                 helper = h.name
                 break
-    addition = mm_edit.KernelAddition(spec.name, spec.stub, spec.base_kind, spec.has_alpha, helper)
+    addition = mm_edit.KernelAddition(spec.kernel, spec.stub, spec.base_kind, spec.has_alpha, helper)
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
     if new_mm != mm_src.text:
         changeset.add(mm_src, new_mm)
-        how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.name)} + REGISTER_DISPATCH"
+        how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.kernel)} + REGISTER_DISPATCH"
         changeset.notes.append(f"{mm_rel}: {how} for {spec.stub}")
     stubs = declared_stubs(tree)
     if spec.stub not in stubs:

@@ -66,6 +66,8 @@ class OpSpec:
     source: str | None = None
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise BadInput(f"unknown op kind {self.kind!r}; use --unary, --binary or --kind {'|'.join(KINDS[2:])}.")
         if not self.stub:
             object.__setattr__(self, "stub", f"{self.name}_stub")
         groups = tuple(dict.fromkeys(("float",) + tuple(self.dtypes)))

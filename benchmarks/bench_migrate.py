@@ -1,0 +1,66 @@
+"""Median wall time of `migrate-from-mpsgraph` dry runs and of `--list`, on the real torch 2.13
+files plus mpsgen's practice sources (the MPSGraph .mm fixtures).
+
+    python benchmarks/bench_migrate.py [--repeat N]
+
+Targets: a migrate dry run (planning every edit, OpInfo and xfail lists included, and rendering
+the diff) <= 1 s median; `--list` <= 0.5 s median. Each sample uses a fresh PytorchTree, so the
+files are read anew. Not a timed test: it prints, it does not assert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from mpsgen.migrate import format_table, list_candidates, plan_migrate
+from mpsgen.practice import build_practice_tree
+from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.tree import PytorchTree
+
+CASES = [
+    OpSpec("acosh", "unary", FunctorSource(expr="::metal::precise::acosh(x)"), ("int2float",)),
+    OpSpec("sigmoid_backward", "binary", FunctorSource(expr="a * (T(1) - b) * b")),
+    OpSpec("sub", "binary_alpha", FunctorSource(expr="a - alpha * b"), ("integer_no_bool",)),
+]
+
+
+def time_it(fn, repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root, real = build_practice_tree(Path(tmp) / "pytorch")
+        if not real:
+            raise SystemExit("install torch==2.13.0: the benchmark runs on its real files")
+        for spec in CASES:
+            def dry_run(spec=spec):
+                changeset = plan_migrate(PytorchTree(root), spec)
+                assert changeset.diff()
+
+            samples = time_it(dry_run, args.repeat)
+            print(f"migrate-from-mpsgraph {spec.name} --dry-run: median {statistics.median(samples) * 1000:.0f} ms "
+                  f"(n={len(samples)}; target <= 1000 ms)")
+
+        def listing():
+            assert format_table(list_candidates(PytorchTree(root)))
+
+        samples = time_it(listing, args.repeat)
+        print(f"migrate-from-mpsgraph --list: median {statistics.median(samples) * 1000:.0f} ms "
+              f"(n={len(samples)}; target <= 500 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""``mpsgen check``: a fast, read-only lint of a tree's MPS dispatch consistency.
+
+:func:`run_check` reads the tree once (:class:`~mpsgen.check.index.Index`), runs every
+registered rule (:mod:`mpsgen.check.rules`) over the whole tree, and keeps the findings
+that touch the given paths (all of them when no path is given). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
+from mpsgen.check.index import Index
+from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
+from mpsgen.check.rules import Facts
+from mpsgen.errors import BadInput
+from mpsgen.tree import PytorchTree
+
+__all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "explain", "resolve_paths", "run_check"]
+
+# files whose content the rules read; a run on other paths only has nothing to report
+RELEVANT = re.compile(r"(^|/)(native_functions\.yaml|common_mps\.py)$|\.(mm|metal|cpp|h)$")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    root: Path
+    findings: list[Finding]
+    paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree
+
+    @property
+    def scope(self) -> str:
+        if self.paths is None:
+            return "whole tree"
+        return f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}"
+
+
+def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:
+    """``@FILE`` stands for the paths listed in FILE, one a line (lintrunner's PATHSFILE)."""
+    out: list[str] = []
+    for p in paths:
+        if p.startswith("@") and len(p) > 1:
+            listing = (cwd / p[1:]) if not os.path.isabs(p[1:]) else Path(p[1:])
+            try:
+                out += [ln.strip() for ln in listing.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(f"cannot read the path list {p[1:]}: {getattr(exc, 'strerror', None) or exc}.") from None
+        else:
+            out.append(p)
+    return out
+
+
+def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: Path | None = None) -> frozenset[str] | None:
+    """Tree-relative POSIX paths for PATHS given relative to ``cwd`` or absolute."""
+    if not paths:
+        return None
+    cwd = (cwd or Path.cwd()).resolve()
+    out = set()
+    for p in _expand_argfiles(list(paths), cwd):
+        full = Path(os.path.normpath(cwd / p if not os.path.isabs(p) else p))
+        try:
+            full = full.resolve()
+        except OSError:
+            pass
+        try:
+            rel = full.relative_to(tree.root)
+        except ValueError:
+            raise BadInput(
+                f"{p} is outside the PyTorch tree {tree.root}.",
+                hint="Pass paths inside the tree (relative to the current directory or absolute), or point --root at the tree holding them.",
+            ) from None
+        out.add(rel.as_posix())
+    return frozenset(out)
+
+
+def run_check(tree: PytorchTree, paths: list[str] | None = None, cwd: Path | None = None) -> CheckResult:
+    selected = resolve_paths(tree, paths, cwd)
+    if selected is not None and not any(RELEVANT.search(p) for p in selected):
+        return CheckResult(tree.root, [], selected)
+    index = Index(tree)
+    facts = Facts(index)
+    findings = sorted({f for r in RULES.values() for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+    if selected is not None:
+        findings = [f for f in findings if f.touches(selected, index.mentions)]
+    return CheckResult(tree.root, findings, selected)
+
+
+def explain(code: str) -> str:
+    rule = RULES.get(code.strip().upper())
+    if rule is None:
+        raise BadInput(f"--explain {code}: no such rule. Known codes: {', '.join(RULES)}.")
+    return f"{rule.code} {rule.name} ({rule.severity}): {rule.summary}.\n\n{rule.explanation}\n"

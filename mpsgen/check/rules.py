@@ -1,0 +1,502 @@
+"""The rules of ``mpsgen check``. Each reads an :class:`~mpsgen.check.index.Index` (through
+:class:`Facts`, which derives the cross-file tables once) and yields findings; none prints.
+
+Precision over recall: a rule only reports what it can tie to a line with confidence
+(a stub is tied to a yaml row only through a ``DECLARE_DISPATCH`` name the tree has).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from functools import cached_property
+from typing import Iterable, Iterator
+
+from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registration
+from mpsgen.check.model import ERROR, WARNING, Finding, rule
+from mpsgen.edits.common_mps import XfailEntry, canonical_dtype
+from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction
+
+SHARED_KEYS = frozenset({"CPU", "CUDA"})
+MAX_LISTED = 4
+
+
+def mps_only(d: DispatchEntry) -> bool:
+    return d.has_mps and all(k.endswith("MPS") for k in d.keys)
+
+
+def shared(d: DispatchEntry) -> bool:
+    return d.has_mps and bool(SHARED_KEYS & set(d.keys))
+
+
+def op_of(entry: NativeFunction) -> str:
+    """``add_`` and ``add.out`` both belong to op ``add``."""
+    return entry.base[:-1] if entry.base.endswith("_") and not entry.base.startswith("_") else entry.base
+
+
+def listed(names: Iterable[str]) -> str:
+    names = list(names)
+    more = len(names) - MAX_LISTED
+    return ", ".join(names[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _word(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+
+
+class Facts:
+    """Cross-file tables derived from an index, each computed on first use."""
+
+    def __init__(self, index: Index):
+        self.index = index
+        self.yaml = index.yaml_path
+
+    @cached_property
+    def definitions(self) -> dict[str, list[Definition]]:
+        out: dict[str, list[Definition]] = defaultdict(list)
+        for h in self.index.host_files:
+            for d in h.definitions:
+                out[d.name].append(d)
+        return out
+
+    @cached_property
+    def dispatches(self) -> dict[str, list[Dispatch]]:
+        out: dict[str, list[Dispatch]] = defaultdict(list)
+        for h in self.index.host_files:
+            for d in h.dispatches:
+                out[d.stub].append(d)
+        for regs in out.values():
+            regs.sort(key=lambda d: (d.path, d.line))
+        return out
+
+    @cached_property
+    def uses(self) -> list[KernelUse]:
+        return [u for h in self.index.host_files for u in h.uses]
+
+    @cached_property
+    def registrations(self) -> dict[str, list[Registration]]:
+        out: dict[str, list[Registration]] = defaultdict(list)
+        for f in self.index.metal_files:
+            for r in f.registrations:
+                out[r.op].append(r)
+        return out
+
+    @cached_property
+    def yaml_kernels(self) -> set[str]:
+        return {d.kernel.split("::")[-1] for e in self.index.native.entries for d in e.dispatch}
+
+    def tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
+        """The declared stub a shared kernel of ``entry`` runs, if the tree's names tie them."""
+        kernel = kernel.split("::")[-1]
+        stem = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
+        cands = [stem, stem.lower(), entry.base, op_of(entry)]
+        cands += [c[len("special_") :] for c in cands if c.startswith("special_")]
+        for c in cands:
+            if f"{c}_stub" in self.index.stubs:
+                return f"{c}_stub"
+        return None
+
+    def row_stub(self, entry: NativeFunction) -> str | None:
+        """The stub a row is tied to through its CPU/CUDA kernel (whatever MPS does)."""
+        for d in entry.dispatch:
+            if SHARED_KEYS & set(d.keys):
+                stub = self.tie_stub(entry, d.kernel)
+                if stub:
+                    return stub
+        return None
+
+    @cached_property
+    def functions_using(self) -> dict[str, list[KernelUse]]:
+        out: dict[str, list[KernelUse]] = defaultdict(list)
+        for u in self.uses:
+            if u.function:
+                out[u.function].append(u)
+        return out
+
+    def metal_kernel_names(self, stub: str) -> list[str] | None:
+        """Kernel names the MPS function registered for ``stub`` passes to exec_*_kernel
+        (None when the stub has no MPS registration or its function calls none)."""
+        regs = self.dispatches.get(stub)
+        if not regs:
+            return None
+        names = [u.name for r in regs for u in self.functions_using.get(r.function, [])]
+        return names or None
+
+
+def _yaml_col(d: DispatchEntry) -> int:
+    return d.text.find(d.kernel) + 1
+
+
+# -- MPS001 -------------------------------------------------------------------------------
+@rule(
+    "MPS001",
+    "missing-mps-kernel",
+    ERROR,
+    "a native_functions.yaml MPS row names a kernel that no MPS host source defines",
+    """
+A dispatch line such as `MPS: foo_out_mps` makes the generated code call
+at::native::foo_out_mps, so some file under aten/src/ATen/native/mps/ must define it: a
+`TORCH_IMPL_FUNC(foo_out_mps)` block, a function `foo_out_mps(...) { ... }`, or an instance
+of a macro of that file whose expansion produces one. Without it the build fails at link
+time. Usually the implementation was deleted (an op moved to a Metal kernel) while the
+yaml row still names it.
+
+Fix: if the op now runs on a Metal kernel through its dispatch stub, put MPS on the shared
+line instead (`CPU, CUDA: foo_out` -> `CPU, CUDA, MPS: foo_out`) and drop the `MPS:` line;
+otherwise restore the implementation or correct the kernel name in the row.
+""",
+)
+def missing_kernel(f: Facts) -> Iterator[Finding]:
+    for e in f.index.native.entries:
+        for d in e.dispatch:
+            kernel = d.kernel.split("::")[-1]
+            if mps_only(d) and kernel not in f.definitions:
+                yield Finding(
+                    f.yaml, d.line, _yaml_col(d), "MPS001", ERROR,
+                    f"{e.name} dispatches MPS to {kernel}, but no file under aten/src/ATen/native/mps defines it",
+                    mentions=(op_of(e), kernel),
+                )
+
+
+# -- MPS002 -------------------------------------------------------------------------------
+@rule(
+    "MPS002",
+    "missing-stub-registration",
+    ERROR,
+    "a row puts MPS on a shared stub-based kernel whose stub has no MPS REGISTER_DISPATCH",
+    """
+`CPU, CUDA, MPS: foo_out` runs the shared structured kernel, which calls `foo_stub`; on an
+MPS tensor the stub needs an MPS entry, registered in an operations/*.mm file with
+`REGISTER_DISPATCH(foo_stub, &foo_mps_kernel)` or a helper macro of that file such as
+`REGISTER_UNARY_TI_DISPATCH(foo);`. Without it the op fails at run time with "DispatchStub:
+missing kernel for mps". The stub is tied to the row through the DECLARE_DISPATCH names of
+the tree (foo_out -> foo_stub, pow_Tensor_Scalar_out -> pow_tensor_scalar_stub); rows whose
+stub cannot be tied are not reported.
+
+Fix: add the host kernel and its REGISTER_DISPATCH (`mpsgen new-op foo ...` writes both),
+or take MPS off the shared line.
+""",
+)
+def missing_stub_registration(f: Facts) -> Iterator[Finding]:
+    for e in f.index.native.entries:
+        for d in e.dispatch:
+            if not shared(d):
+                continue
+            stub = f.tie_stub(e, d.kernel)
+            if stub and stub not in f.dispatches:
+                header, hline = f.index.stubs[stub]
+                yield Finding(
+                    f.yaml, d.line, _yaml_col(d), "MPS002", ERROR,
+                    f"{e.name} puts MPS on the shared kernel {d.kernel}, but {stub} ({header}:{hline}) has no MPS REGISTER_DISPATCH",
+                    mentions=(stub, stub[: -len("_stub")]),
+                )
+
+
+# -- MPS003 -------------------------------------------------------------------------------
+@rule(
+    "MPS003",
+    "unregistered-metal-kernel",
+    ERROR,
+    "exec_unary/binary/ternary_kernel is called with a kernel name no .metal file registers",
+    """
+`lib.exec_binary_kernel(iter, "foo")` looks up the host names `foo_dense_<out>_<in>`,
+`foo_strided_<out>_<in>`, ... that a `REGISTER_*_OP(foo, ...)` line of a kernels/*.metal file
+instantiates (directly, through a helper macro like REGISTER_FLOAT_BINARY_OP(foo), or as a
+line of a bulk macro such as INSTANTIATE_UNARY_KERNELS2). With no registration the lookup
+fails at run time ("Failed to create function state object").
+
+Fix: register the kernel in the .metal file (with its `foo_functor`), or correct the name
+passed to exec_*_kernel.
+""",
+)
+def unregistered_metal_kernel(f: Facts) -> Iterator[Finding]:
+    for u in f.uses:
+        if u.name not in f.registrations:
+            yield Finding(
+                u.path, u.line, 0, "MPS003", ERROR,
+                f'exec_{u.kind}_kernel(…, "{u.name}") names a kernel that no .metal file registers',
+                mentions=(u.name,),
+            )
+
+
+# -- MPS004 -------------------------------------------------------------------------------
+@rule(
+    "MPS004",
+    "missing-functor",
+    ERROR,
+    "a REGISTER_*_OP(name, ...) has no name_functor in its .metal file or its includes",
+    """
+`REGISTER_UNARY_OP(foo, float, float)` instantiates the kernel templates with
+`foo_functor`; the struct must be defined in the same .metal file (directly or through a
+functor-defining macro of that file) or in a header it includes. Otherwise the Metal
+library does not compile. Usually the functor was renamed or deleted and its registrations
+were left behind.
+
+Fix: define `struct foo_functor { ... };` before the registrations, or rename the
+registrations to the functor's name.
+""",
+)
+def missing_functor(f: Facts) -> Iterator[Finding]:
+    for m in f.index.metal_files:
+        seen: dict[str, list[Registration]] = {}
+        for r in m.registrations:
+            if m.needs_functor.get(r.macro) and r.op not in m.functors and r.op not in m.header_functors:
+                seen.setdefault(r.op, []).append(r)
+        for op, regs in seen.items():
+            first = min(regs, key=lambda r: r.line)
+            n = len(regs)
+            yield Finding(
+                m.path, first.line, 0, "MPS004", ERROR,
+                f"{first.macro}({op}, …) registers {op} ({n} registration{'s' if n > 1 else ''}) but no {op}_functor is defined in {m.path} or its includes",
+            )
+
+
+# -- MPS005 / MPS006 ------------------------------------------------------------------------
+@rule(
+    "MPS005",
+    "duplicate-stub-registration",
+    ERROR,
+    "the same stub is registered twice for MPS",
+    """
+Each dispatch stub takes one MPS kernel: a second `REGISTER_DISPATCH(foo_stub, ...)` (or a
+helper-macro instance producing one) in any mps/ source is a duplicate definition of the
+stub's MPS entry and fails to link, or silently shadows the intended kernel.
+
+Fix: delete one of the two registrations (keep the one next to the kernel the op should
+run).
+""",
+)
+def duplicate_stub(f: Facts) -> Iterator[Finding]:
+    for stub, regs in f.dispatches.items():
+        for later in regs[1:]:
+            first = regs[0]
+            yield Finding(
+                later.path, later.line, 0, "MPS005", ERROR,
+                f"{stub} is registered for MPS again (first at {first.path}:{first.line})",
+                related=(first.path,),
+            )
+
+
+@rule(
+    "MPS006",
+    "duplicate-kernel-registration",
+    ERROR,
+    "the same (op, dtype) Metal kernel is registered twice in one .metal file",
+    """
+Two registrations of the same op for the same dtypes (`REGISTER_FLOAT_BINARY_OP(foo);` next
+to `REGISTER_BINARY_OP(foo, float, float);`, or a bulk macro instantiated twice) produce the
+same host name twice, and the Metal library fails to compile.
+
+Fix: delete the repeated line, or narrow the helper macro to the dtypes not yet registered.
+""",
+)
+def duplicate_registration(f: Facts) -> Iterator[Finding]:
+    for m in f.index.metal_files:
+        first_seen: dict[tuple, Registration] = {}
+        dups: dict[int, list[tuple[Registration, Registration]]] = defaultdict(list)
+        for r in m.registrations:
+            prev = first_seen.get(r.key)
+            if prev is None:
+                first_seen[r.key] = r
+            else:
+                dups[r.statement_line].append((prev, r))
+        for line, pairs in sorted(dups.items()):
+            what = listed(dict.fromkeys(f"{r.op}({', '.join(r.dtypes)})" for _, r in pairs))
+            firsts = sorted({p.line for p, _ in pairs})
+            yield Finding(
+                m.path, line, 0, "MPS006", ERROR,
+                f"{pairs[0][1].macro} registers {what} again (first at line{'s' if len(firsts) > 1 else ''} {listed(str(x) for x in firsts)})",
+            )
+
+
+# -- MPS007 -------------------------------------------------------------------------------
+@rule(
+    "MPS007",
+    "dead-mpsgraph-impl",
+    WARNING,
+    "an MPSGraph *_mps implementation that no native_functions.yaml row dispatches to",
+    """
+After an op moves to a Metal kernel its rows no longer name `foo_out_mps`, but the old
+MPSGraph code (`TORCH_IMPL_FUNC(foo_out_mps)` block, a `CREATE_MPS_..._FUNC(foo_out_mps, ...)`
+line, or a non-static `Tensor& foo_out_mps(...)` function used nowhere else) stays behind. A
+leftover TORCH_IMPL_FUNC no longer compiles (its structured class is not generated); a
+leftover function is dead code.
+
+Fix: delete the implementation, any static helper used only by it, and its
+`#include <ATen/ops/foo_native.h>`.
+""",
+)
+def dead_impl(f: Facts) -> Iterator[Finding]:
+    corpus = None
+    for name, defs in sorted(f.definitions.items()):
+        if not name.endswith("_mps") or name in f.yaml_kernels:
+            continue
+        for d in defs:
+            if d.form == "function_macro":
+                continue  # helper functions a macro stamps out: not tied to one row
+            if d.form == "function":
+                if d.static:
+                    continue  # file-local: never a dispatched kernel
+                if corpus is None:
+                    corpus = f.index.mps_texts()
+                pat = _word(name)
+                if sum(len(pat.findall(t)) for _, t in corpus if name in t) > 1:
+                    continue  # declared or called elsewhere: a helper, not a dispatched kernel
+            yield Finding(
+                d.path, d.line, 0, "MPS007", WARNING,
+                f"{name} ({_FORMS[d.form]}{' ' + d.macro if d.macro else ''}) is not dispatched to by any native_functions.yaml row",
+                related=(f.yaml,),
+            )
+
+
+_FORMS = {"impl_func": "TORCH_IMPL_FUNC", "function": "function", "impl_macro": "TORCH_IMPL_FUNC from macro", "function_macro": "function from macro"}
+
+
+# -- MPS008 -------------------------------------------------------------------------------
+@rule(
+    "MPS008",
+    "half-migrated-op",
+    WARNING,
+    "some rows of an op run MPS through the shared stub, others still through *_mps kernels",
+    """
+When an op moves to a Metal kernel every row whose CPU/CUDA kernel is stub-based should put
+MPS on the shared line. A row still on `MPS: foo_<overload>_mps` while a sibling row uses
+the shared stub means the op was migrated half way: the two paths can disagree on dtypes,
+type promotion and results, and the old MPSGraph code is kept alive. Reported at each
+lagging row whose own CPU/CUDA kernel is tied to a declared stub.
+
+Fix: migrate the remaining rows (`mpsgen new-op foo --row <overload>`), or note in the row
+why it must stay on MPSGraph.
+""",
+)
+def half_migrated(f: Facts) -> Iterator[Finding]:
+    rows: dict[str, list[NativeFunction]] = defaultdict(list)
+    for e in f.index.native.entries:
+        if any(d.has_mps for d in e.dispatch):
+            rows[op_of(e)].append(e)
+    for op, entries in rows.items():
+        migrated = [e for e in entries if any(shared(d) and f.tie_stub(e, d.kernel) for d in e.dispatch)]
+        if not migrated:
+            continue
+        for e in entries:
+            for d in e.dispatch:
+                if mps_only(d) and d.kernel.endswith("_mps") and f.row_stub(e):
+                    yield Finding(
+                        f.yaml, d.line, _yaml_col(d), "MPS008", WARNING,
+                        f"{e.name} still dispatches MPS to {d.kernel} while {listed(x.name for x in migrated)} of {op} use{'s' if len(migrated) == 1 else ''} the shared stub",
+                        mentions=(op, d.kernel),
+                    )
+
+
+# -- MPS009 -------------------------------------------------------------------------------
+@rule(
+    "MPS009",
+    "stale-mps-xfail",
+    WARNING,
+    "an xfail/skip entry in common_mps.py for an op whose every row now has a Metal kernel",
+    """
+Every device row of the op puts MPS on a shared stub that an operations/*.mm file registers
+with a Metal kernel, yet mps_ops_modifier still lists the op in an xfail/skip dict. The
+test now passes, and an expectedFailure that passes is reported as an unexpected success
+(CI fails). Entries limited to dtypes are reported only when the Metal kernel registers
+all of them.
+
+Fix: delete the entry (or cut its dtype list down to the dtypes the kernel does not
+cover); `mpsgen new-op` does this when it adds the kernel.
+""",
+)
+def stale_xfail(f: Facts) -> Iterator[Finding]:
+    path = f.index.common_mps_path
+    if path is None:
+        return
+    ops: dict[str, list[NativeFunction]] = defaultdict(list)
+    for e in f.index.native.entries:
+        ops[op_of(e)].append(e)
+    text = f.index.read(path)
+    keys = set(_DICT_KEY.findall(text))
+    wanted = {c for k in keys for c in _op_candidates(k)} & ops.keys()
+    on_metal: dict[str, list[str]] = {}  # op -> Metal kernel names
+    for op in wanted:
+        names = _metal_names(f, ops[op])
+        if names:
+            on_metal[op] = names
+    if not on_metal:
+        return
+    for entry in xfail_entries_fast(text):
+        op = next((c for c in _op_candidates(entry.key) if c in on_metal), None)
+        if op is None:
+            continue
+        covered = {r.torch_input_dtype for n in on_metal[op] for r in f.registrations.get(n, [])}
+        if entry.dtypes is not None and not set(entry.dtypes) <= covered:
+            continue
+        what = "every dtype" if entry.dtypes is None else ", ".join(entry.dtypes)
+        yield Finding(
+            path, entry.line, 0, "MPS009", WARNING,
+            f'{entry.dict_name}["{entry.key}"] ({what}) is stale: every row of {op} now runs a Metal kernel ({listed(dict.fromkeys(on_metal[op]))})',
+            related=(f.yaml,),
+            mentions=(op,),
+        )
+
+
+def _metal_names(f: Facts, entries: list[NativeFunction]) -> list[str] | None:
+    """Metal kernel names of an op whose every device row is on a Metal-backed stub."""
+    names: list[str] = []
+    device_rows = [e for e in entries if any(SHARED_KEYS & set(d.keys) or d.has_mps for d in e.dispatch)]
+    if not device_rows:
+        return None
+    for e in device_rows:
+        row_names = None
+        for d in e.dispatch:
+            if shared(d):
+                stub = f.tie_stub(e, d.kernel)
+                row_names = f.metal_kernel_names(stub) if stub else None
+        if not row_names:
+            return None
+        names += row_names
+    return names
+
+
+_DICT_KEY = re.compile(r"""["']([\w.]+)["']\s*:""")
+
+
+def _op_candidates(key: str) -> list[str]:
+    out = [key]
+    for prefix in ("special.", "linalg.", "fft."):
+        if key.startswith(prefix):
+            out.append(key.replace(".", "_"))
+    if key.startswith("nn.functional."):
+        out.append(key[len("nn.functional.") :])
+    return out
+
+
+def xfail_entries_fast(text: str) -> list[XfailEntry]:
+    """The entries :func:`mpsgen.edits.common_mps.xfail_entries` reads, with ``ast`` (fast)."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return []
+    entries = []
+    for fn in ast.walk(module):
+        if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if not isinstance(value, ast.Dict):
+                continue
+            for t in targets:
+                if not isinstance(t, ast.Name) or ("XFAIL" not in t.id and "SKIP" not in t.id):
+                    continue
+                for k, v in zip(value.keys, value.values):
+                    if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                        continue
+                    dtypes = None
+                    if isinstance(v, (ast.List, ast.Tuple)):
+                        dtypes = tuple(canonical_dtype(ast.unparse(x)) for x in v.elts)
+                    entries.append(XfailEntry(t.id, k.value, dtypes, k.lineno))
+    return entries

@@ -1,0 +1,471 @@
+"""Plan ``migrate-from-mpsgraph``: move an op whose MPS rows dispatch to a separate MPSGraph
+kernel (``MPS: acosh_out_mps``) onto a Metal kernel behind the CPU/CUDA one, and list the
+ops of a tree that could be moved.
+
+The Metal side (functor, registrations, host kernel, xfail and OpInfo clean-up) is
+``newop.plan_new_op`` with the yaml left to this module; the yaml rows move with
+``edits.native_functions.migrate_rows`` and the MPSGraph code leaves the ``.mm`` files with
+``edits.mpsgraph.remove_impls``. Everything lands in one changeset.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mpsgen.changeset import Changeset
+from mpsgen.edits import mpsgraph as mpsgraph_edit
+from mpsgen.edits import native_functions as yaml_edit
+from mpsgen.errors import Refused
+from mpsgen.newop import choose_rows, plan_new_op
+from mpsgen.render import resource_dir
+from mpsgen.spec import OpSpec
+from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
+from mpsgen.tree.mm import MPSGraphImpl, scan_mm
+from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, scan_native_functions
+
+# ---------------------------------------------------------------------------------------------
+# Rows with a separate MPS kernel
+
+
+@dataclass(frozen=True)
+class LegacyRow:
+    """A row whose MPS dispatch is its own line, not the CPU/CUDA kernel."""
+
+    entry: NativeFunction
+    mps: DispatchEntry
+    problem: str | None  # why MPS cannot simply join a shared `CPU, CUDA: <kernel>` line
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def migratable(self) -> bool:
+        return self.problem is None
+
+
+def _row_problem(entry: NativeFunction, mps: DispatchEntry) -> str | None:
+    where = f"{NATIVE_FUNCTIONS}:{mps.line}"
+    if mps.keys != ("MPS",):
+        others = ", ".join(k for k in mps.keys if k != "MPS")
+        return f"its MPS line `{mps.text.strip()}` ({where}) also names {others}; split it by hand first"
+    shared = entry.shared_entry
+    if shared is not None:
+        return None
+    cpu = [d for d in entry.dispatch if "CPU" in d.keys]
+    cuda = [d for d in entry.dispatch if "CUDA" in d.keys]
+    if cpu and cuda and cpu[0].kernel == cuda[0].kernel:
+        return (
+            f"CPU and CUDA share {cpu[0].kernel} on separate lines ({NATIVE_FUNCTIONS}:{cpu[0].line}, "
+            f"{cuda[0].line}); join them into `CPU, CUDA: {cpu[0].kernel}` first"
+        )
+    if cpu and cuda:
+        return f"CPU and CUDA use different kernels ({cpu[0].kernel}, {cuda[0].kernel}): no shared kernel for MPS to join"
+    only = "CPU" if cpu else "CUDA"
+    return f"only {only} has a kernel here: no shared CPU/CUDA kernel for MPS to join"
+
+
+def legacy_rows(rows: list[NativeFunction]) -> list[LegacyRow]:
+    """Rows with an MPS line of its own whose kernel is not the CPU/CUDA one."""
+    found = []
+    for e in rows:
+        host = {d.kernel for d in e.dispatch if "CPU" in d.keys or "CUDA" in d.keys}
+        if not host:
+            continue
+        for d in e.dispatch:
+            if d.has_mps and not d.shared_cpu_cuda and d.kernel not in host:
+                found.append(LegacyRow(e, d, _row_problem(e, d)))
+                break
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding the MPSGraph implementations
+
+
+@dataclass(frozen=True)
+class FoundImpl:
+    path: str
+    impl: MPSGraphImpl
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.impl.start_line + 1}"
+
+
+def mm_files(tree: PytorchTree) -> list[str]:
+    return tree.list_files(OPERATIONS_DIR, (".mm",), recursive=True)
+
+
+_WORD = re.compile(rb"\w+")
+
+
+def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl]]:
+    """kernel -> its MPSGraph definitions under mps/operations (only files naming it are parsed)."""
+    found: dict[str, list[FoundImpl]] = {}
+    if not kernels:
+        return found
+    wanted = {k.encode() for k in kernels}
+    for rel in mm_files(tree):
+        try:
+            raw = (tree.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(k in raw for k in wanted) or not wanted & set(_WORD.findall(raw)):
+            continue
+        source = tree.read(rel, what="MPSGraph source")
+        for impl in scan_mm(source.text).impls:
+            if impl.kernel in kernels:
+                found.setdefault(impl.kernel, []).append(FoundImpl(rel, impl))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# The planner
+
+
+def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, of_op: list[NativeFunction]) -> Changeset:
+    """No row of the op has a separate MPS kernel: nothing to do if mpsgen's Metal parts are all
+    in place (a re-run after a migration), else refuse."""
+    on_shared = [e for e in of_op if e.shared_entry is not None and e.shared_entry.has_mps]
+    if not on_shared:
+        raise Refused(
+            f"{spec.name} has no MPS kernel to migrate: no row of it in {NATIVE_FUNCTIONS} dispatches MPS.",
+            hint=f"Use `mpsgen new-op {spec.name}` to add a Metal kernel.",
+        )
+    first = on_shared[0]
+    where = f"{NATIVE_FUNCTIONS}:{first.shared_entry.line}"  # type: ignore[union-attr]
+    try:  # what new-op's Metal, host and test edits would still do here
+        check = plan_new_op(tree, spec, yaml_mode="migrate")
+    except Refused:
+        check = None
+    if check is not None and check.empty:
+        return Changeset(tree)  # nothing to do
+    stale = find_impls(tree, {f"{e.base}_out_mps" for e in on_shared} | {f"{spec.name}_out_mps"})
+    leftovers = [f.where for fs in stale.values() for f in fs]
+    extra = f" {', '.join(leftovers)} still define(s) an MPSGraph kernel nothing dispatches to; delete it by hand." if leftovers else ""
+    raise Refused(
+        f"{spec.name} is already on Metal: row {first.name} dispatches MPS to the shared kernel "
+        f"{first.shared_entry.kernel} ({where}); there is no MPSGraph kernel to migrate.{extra}",  # type: ignore[union-attr]
+        hint="Run `mpsgen check` to see what else is inconsistent.",
+    )
+
+
+def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> Changeset:
+    yaml_src = tree.read(NATIVE_FUNCTIONS)
+    table = scan_native_functions(yaml_src.text)
+    of_op = table.of_op(spec.name)
+    if not of_op:
+        choose_rows(spec, table)  # refuses with new-op's wording and close matches
+    legacy = legacy_rows(of_op)
+    if spec.rows is not None:
+        by_name = {r.name: r for r in legacy}
+        picked = []
+        for r in spec.rows:
+            if r not in by_name:
+                names = {e.name for e in of_op}
+                if r not in names:
+                    raise Refused(
+                        f"row {r!r} is not a row of {spec.name} in {NATIVE_FUNCTIONS}.",
+                        hint=f"Rows of {spec.name}: {', '.join(sorted(names))}.",
+                    )
+                raise Refused(
+                    f"row {r} has no MPS kernel of its own to migrate.",
+                    hint=f"Rows with one: {', '.join(sorted(by_name)) or 'none'}.",
+                )
+            picked.append(by_name[r])
+        legacy = picked
+    if not legacy:
+        return _already_on_metal(tree, spec, table, of_op)
+
+    blocked = [r for r in legacy if not r.migratable]
+    movable = [r for r in legacy if r.migratable]
+    if blocked and not partial:
+        names = "; ".join(f"{r.name}: {r.problem}" for r in blocked)
+        raise Refused(
+            f"{len(blocked)} row(s) of {spec.name} cannot be migrated by moving MPS onto the shared kernel line: {names}.",
+            hint=(
+                f"Fix them by hand and run again, or pass --partial to migrate only "
+                f"{', '.join(r.name for r in movable)}." if movable else "Fix them by hand and run again."
+            ),
+        )
+    if not movable:
+        names = "; ".join(f"{r.name}: {r.problem}" for r in blocked)
+        if any(e.shared_entry is not None and e.shared_entry.has_mps for e in of_op):
+            # a --partial re-run: the rows that could move did; nothing to do if the Metal side is whole
+            done = _already_on_metal(tree, spec, table, of_op)
+            done.warnings.extend(f"left {r.name} on {r.mps.kernel} (--partial): {r.problem}." for r in blocked)
+            return done
+        raise Refused(f"no row of {spec.name} can be migrated ({names}).")
+
+    # -- the MPSGraph implementations, before anything is planned ------------------------
+    kernels = {r.mps.kernel for r in movable}
+    found = find_impls(tree, kernels)
+    missing = sorted(kernels - set(found))
+    if missing:
+        files = mm_files(tree)
+        shown = ", ".join(files) if files else f"(no .mm files under {OPERATIONS_DIR})"
+        raise Refused(
+            f"cannot find the MPSGraph implementation of {', '.join(missing)} (row "
+            f"{', '.join(r.name for r in movable if r.mps.kernel in missing)}): no TORCH_IMPL_FUNC block, "
+            f"macro instance or `Tensor& {missing[0]}(...)` function in {shown}.",
+            hint="Point --root at the right checkout, or remove the MPS line and its code by hand.",
+        )
+
+    # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
+    changeset = plan_new_op(tree, spec, yaml_mode="migrate")
+
+    # -- native_functions.yaml ------------------------------------------------------------
+    rows = [r.name for r in movable]
+    changeset.add(yaml_src, yaml_edit.migrate_rows(yaml_src.text, rows, table))
+    changeset.notes.insert(
+        0, f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}; its own MPS line is gone"
+    )
+    for r in blocked:
+        changeset.warnings.append(f"left {r.name} on {r.mps.kernel} (--partial): {r.problem}.")
+
+    # -- the MPSGraph code ----------------------------------------------------------------
+    by_file: dict[str, list[MPSGraphImpl]] = {}
+    for fs in found.values():
+        for f in fs:
+            by_file.setdefault(f.path, []).append(f.impl)
+    op_names = {spec.name} | {e.base for e in of_op}
+    for rel in sorted(by_file):
+        src = tree.read(rel)
+        current = changeset.current_text(src)
+        impls = by_file[rel]
+        if current != src.text:  # another edit of this plan touched the file: find them again
+            impls = [i for i in scan_mm(current).impls if i.kernel in kernels]
+        try:
+            new_text, removal = mpsgraph_edit.remove_impls(current, sorted(impls, key=lambda i: i.start_line), op_names)
+        except mpsgraph_edit.StillUsed as exc:
+            raise Refused(
+                f"{rel}:{exc.line} still calls {exc.name}, the MPSGraph kernel this migration removes.",
+                hint="Make that code call the op (at::...) instead, then run again.",
+            ) from None
+        changeset.add(src, new_text)
+        parts = [", ".join(removal.impls)]
+        if removal.helpers:
+            parts.append("helpers " + ", ".join(removal.helpers))
+        if removal.macros:
+            parts.append("macro " + ", ".join(removal.macros))
+        if removal.includes:
+            parts.append("#include " + ", ".join(f"<{i}>" for i in removal.includes))
+        changeset.notes.append(f"{rel}: removed " + "; ".join(parts))
+    return changeset
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidates (--list)
+
+_ARG_SPLIT = re.compile(r",\s*(?![^\[]*\])")
+
+
+def _args(func: str) -> list[tuple[str, str]]:
+    """(type, name) of a schema's inputs: keyword-only ``Tensor(a!)`` out arguments are left
+    out, an in-place ``Tensor(a!) self`` counts as a plain ``Tensor``."""
+    end = func.index("->") if "->" in func else len(func)
+    inner = func[func.index("(") + 1 : func.rindex(")", 0, end)]
+    out = []
+    keyword_only = False
+    for raw in _ARG_SPLIT.split(inner):
+        raw = raw.strip()
+        if raw == "*":
+            keyword_only = True
+            continue
+        raw = raw.split("=", 1)[0].strip()
+        if " " not in raw:
+            continue
+        typ, name = raw.rsplit(" ", 1)
+        if "!" in typ:
+            if keyword_only:
+                continue
+            typ = re.sub(r"\(\w+!\)", "", typ)
+        out.append((typ, name))
+    return out
+
+
+# a Scalar-like parameter of an elementwise op (torch passes it to the stub as a Scalar/double)
+_SCALAR_LIKE = {"Scalar", "Scalar?", "float", "float?", "int", "int?", "bool"}
+
+
+def guess_kind(func: str) -> str:
+    """unary / unary_alpha / binary / binary_alpha / ternary / other, from a schema."""
+    args = _args(func)
+    tensors = [n for t, n in args if t == "Tensor"]
+    scalars = [n for t, n in args if t in _SCALAR_LIKE]
+    if len(tensors) + len(scalars) != len(args) or not args or args[0][0] != "Tensor":
+        return "other"
+    n, s = len(tensors), len(scalars)
+    if n == 1 and s == 0:
+        return "unary"
+    if n == 1 and s == 1:
+        return "unary_alpha"
+    if n == 2 and s == 0:
+        return "binary"
+    if n == 2 and s == 1:
+        return "binary_alpha"
+    if n == 3 and s <= 1:
+        return "ternary"
+    return "other"
+
+
+_REDUCING = {"dim", "dims", "reduction", "keepdim"}
+_INHERITS = re.compile(r"^  structured_inherits:\s*TensorIteratorBase", re.M)
+
+
+@dataclass
+class Candidate:
+    op: str
+    kind: str
+    elementwise: bool
+    structured: bool
+    tags: tuple[str, ...]
+    spec: str | None
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def migratable(self) -> bool:
+        return all(r["problem"] is None and r["impl"] is not None for r in self.rows)
+
+    def as_dict(self) -> dict:
+        return {
+            "op": self.op,
+            "kind": self.kind,
+            "elementwise": self.elementwise,
+            "structured": self.structured,
+            "tags": list(self.tags),
+            "spec": self.spec,
+            "migratable": self.migratable,
+            "rows": self.rows,
+        }
+
+
+def _op_of(base: str, bases: set[str]) -> str:
+    return base[:-1] if base.endswith("_") and base[:-1] in bases else base
+
+
+def list_candidates(tree: PytorchTree) -> list[Candidate]:
+    """Ops with a row whose MPS dispatch is a separate kernel beside a CPU/CUDA one."""
+    yaml_src = tree.read(NATIVE_FUNCTIONS)
+    text = yaml_src.text
+    table = scan_native_functions(text)
+    bases = {e.base for e in table.entries}
+    groups: dict[str, list[NativeFunction]] = {}
+    for e in table.entries:
+        groups.setdefault(_op_of(e.base, bases), []).append(e)
+    lines = text.split("\n")
+    specs_dir = None
+    try:
+        specs_dir = resource_dir("specs")
+    except FileNotFoundError:  # pragma: no cover
+        pass
+
+    picked: list[tuple[str, list[NativeFunction], list[LegacyRow]]] = []
+    kernels: set[str] = set()
+    for op, rows in groups.items():
+        legacy = legacy_rows(rows)
+        if legacy:
+            picked.append((op, rows, legacy))
+            kernels.update(r.mps.kernel for r in legacy)
+    impls = find_impls(tree, kernels)
+
+    out = []
+    for op, rows, legacy in picked:
+        # the tags of the legacy rows and of the rows that delegate to them (not of every overload:
+        # max.other is pointwise, max.dim_max is a reduction)
+        names = {r.name for r in legacy}
+        family = [e for e in rows if e.name in names or e.structured_delegate in names]
+        tags = tuple(dict.fromkeys(t for e in family for t in e.tags))
+        inherits = any(_INHERITS.search("\n".join(lines[r.entry.start_line - 1 : r.entry.end_line])) for r in legacy)
+        # a TensorIterator op is elementwise unless it reduces over a dim (mse_loss, glu)
+        reduces = any(n in _REDUCING for r in legacy for _t, n in _args(r.entry.func))
+        elementwise = ("pointwise" in tags or (inherits and not reduces)) and "reduction" not in tags
+        kinds = [guess_kind(r.entry.func) for r in legacy]
+        kind = next((k for k in kinds if k != "other"), "other") if elementwise else "other"
+        spec = f"specs/{op}.yaml" if specs_dir is not None and (specs_dir / f"{op}.yaml").is_file() else None
+        c = Candidate(op, kind, elementwise, any(r.entry.structured for r in legacy), tags, spec)
+        for r, k in zip(legacy, kinds):
+            found = impls.get(r.mps.kernel, [])
+            c.rows.append(
+                {
+                    "row": r.name,
+                    "line": r.entry.start_line,
+                    "shared": r.entry.shared_entry.kernel if r.entry.shared_entry else None,
+                    "mps": r.mps.kernel,
+                    "kind": k,
+                    "structured": r.entry.structured,
+                    "problem": r.problem,
+                    "impl": {"file": found[0].path, "line": found[0].impl.start_line + 1, "form": found[0].impl.form}
+                    if found
+                    else None,
+                }
+            )
+        out.append(c)
+    out.sort(key=lambda c: (not c.elementwise, c.op))
+    return out
+
+
+def _impl_text(c: Candidate) -> str:
+    shown = []
+    for r in c.rows:
+        if r["impl"] is None:
+            shown.append("(not found)")
+        else:
+            shown.append(f"{r['impl']['file'].rsplit('/', 1)[-1]}:{r['impl']['line']}")
+    return ", ".join(dict.fromkeys(shown))
+
+
+def _rows_text(c: Candidate, most: int = 3) -> str:
+    names = [r["row"] for r in c.rows]
+    return " ".join(names[:most]) + (f" +{len(names) - most}" if len(names) > most else "")
+
+
+def _note(c: Candidate) -> str:
+    notes = []
+    if not c.elementwise:
+        notes.append("not elementwise")
+    if not c.structured:
+        notes.append("not structured")
+    for r in c.rows:
+        if r["problem"]:
+            notes.append(f"{r['row']}: {r['problem'].split(' (')[0].split(';')[0]}")
+        elif r["impl"] is None:
+            notes.append(f"{r['row']}: MPSGraph code not found")
+    return "; ".join(notes) or "ready"
+
+
+def format_table(candidates: list[Candidate]) -> str:
+    """Plain-text columns, one op a line, then counts."""
+    header = ("OP", "KIND", "ROWS", "MPSGRAPH", "TAGS", "SPEC", "NOTE")
+    body = [
+        (
+            c.op,
+            c.kind,
+            _rows_text(c),
+            _impl_text(c),
+            ",".join(c.tags) or "-",
+            "yes" if c.spec else "-",
+            _note(c),
+        )
+        for c in candidates
+    ]
+    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in [header] + body]
+    lines.append("")
+    lines.append(summary(candidates))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary(candidates: list[Candidate]) -> str:
+    elementwise = [c for c in candidates if c.elementwise]
+    kinds: dict[str, int] = {}
+    for c in elementwise:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    by_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    ready = sum(1 for c in candidates if c.migratable and c.elementwise)
+    return (
+        f"{len(candidates)} candidate(s): {len(elementwise)} elementwise ({by_kind or 'none'}), "
+        f"{len(candidates) - len(elementwise)} not elementwise; {ready} elementwise op(s) ready to migrate."
+    )

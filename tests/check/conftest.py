@@ -1,0 +1,83 @@
+"""A consistent tree for ``mpsgen check``: mpsgen's practice sources, a native_functions.yaml
+made of the torch 2.13 rows of the ops those sources cover (taken from the installed wheel at
+test time), and a few additions of our own so that every MPS row is backed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpsgen.practice import build_practice_tree
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
+from mpsgen.tree.native_yaml import scan_native_functions
+
+UNARY_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+UNARY_MM = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+BINARY_MM = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+UNARY_OPS_MM = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+BINARY_OPS_MM = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
+UNARY_H = "aten/src/ATen/native/UnaryOps.h"
+
+# ops whose every MPS row the practice sources back (add, xlogy and atan2 are left out:
+# their 2.13 rows name kernels the practice sources do not have)
+COVERED_OPS = (
+    "abs", "sgn", "acosh", "asinh", "atanh", "bitwise_not", "copysign", "polar", "cos", "exp",
+    "frac", "gcd", "log", "logaddexp", "mul", "neg", "round", "sigmoid", "sin", "sqrt",
+    "threshold", "sub", "bitwise_and", "sign", "hypot", "fmin", "fmax", "pow",
+    "sigmoid_backward", "tanh_backward", "heaviside", "special_ndtri",
+)
+
+
+def real_rows(yaml_text: str, ops=COVERED_OPS) -> str:
+    """The entries of ``ops`` (all overloads and in-place variants), verbatim, in file order."""
+    lines = yaml_text.split("\n")
+    keep = []
+    for e in scan_native_functions(yaml_text).entries:
+        op = e.base[:-1] if e.base.endswith("_") else e.base
+        if op in ops:
+            keep.append("\n".join(lines[e.start_line - 1 : e.end_line]))
+    return "# rows of torch 2.13's native_functions.yaml for the ops of the check fixture\n\n" + "\n\n".join(keep) + "\n"
+
+
+def edit(root: Path, rel: str, old: str, new: str, count: int = 1) -> None:
+    """Replace ``old`` (which must occur exactly ``count`` times) in a tree file."""
+    path = root / rel
+    text = path.read_text()
+    assert text.count(old) == count, f"{rel}: expected {count} occurrence(s) of {old!r}, found {text.count(old)}"
+    path.write_text(text.replace(old, new))
+
+
+def line_of(root: Path, rel: str, needle: str, nth: int = 1) -> int:
+    """1-based line of the ``nth`` line containing ``needle``."""
+    hits = [i + 1 for i, ln in enumerate((root / rel).read_text().split("\n")) if needle in ln]
+    assert len(hits) >= nth, f"{rel}: {needle!r} found {len(hits)} time(s)"
+    return hits[nth - 1]
+
+
+def build_check_tree(dest: Path, real_sources: dict[str, Path]) -> Path:
+    root, _ = build_practice_tree(dest, real=False)
+    (root / NATIVE_FUNCTIONS).write_text(real_rows(real_sources[NATIVE_FUNCTIONS].read_text()))
+    # round.out puts MPS on the shared round_out: give round_stub a Metal kernel
+    edit(root, UNARY_H, "DECLARE_DISPATCH(unary_fn, abs_stub)\n", "DECLARE_DISPATCH(unary_fn, abs_stub)\nDECLARE_DISPATCH(unary_fn, round_stub)\n")
+    edit(
+        root, UNARY_METAL, "struct sigmoid_functor {",
+        "struct round_functor {\n  template <typename T>\n  inline T operator()(const T x) {\n    return T(rint(float(x)));\n  }\n};\n\nstruct sigmoid_functor {",
+    )
+    edit(root, UNARY_METAL, "\nREGISTER_UNARY_OP(abs, int, int);", "\nREGISTER_UNARY_OP(round, float, float);\nREGISTER_UNARY_OP(round, half, half);\n\nREGISTER_UNARY_OP(abs, int, int);")
+    edit(root, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(abs);\n", "REGISTER_UNARY_TI_DISPATCH(abs);\nREGISTER_UNARY_TI_DISPATCH(round);\n")
+    # 2.13 runs xlogy through its stub; the practice BinaryOps.mm still has the MPSGraph version
+    text = (root / BINARY_OPS_MM).read_text()
+    start = text.index("TORCH_IMPL_FUNC(xlogy_out_mps)")
+    end = text.index("\n}\n", start) + 3
+    (root / BINARY_OPS_MM).write_text(text[:start] + text[end + 1 :])
+    # these ops run Metal kernels in 2.13: their expected failures are gone
+    for entry in ('            "hypot": [torch.bfloat16],\n', '            "copysign": [torch.bool],\n', '            "logaddexp": None,\n'):
+        edit(root, COMMON_MPS, entry, "")
+    return root
+
+
+@pytest.fixture
+def check_tree(tmp_path: Path, real_sources) -> Path:
+    return build_check_tree(tmp_path / "pytorch", real_sources)

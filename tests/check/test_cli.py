@@ -1,0 +1,125 @@
+"""``mpsgen check`` on the command line: exit codes, formats, --explain, errors."""
+
+from __future__ import annotations
+
+import json
+
+from mpsgen.tree import NATIVE_FUNCTIONS
+
+from .conftest import BINARY_MM, edit, line_of
+
+
+def hypot_fault(root):
+    edit(root, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n", "")
+    return line_of(root, NATIVE_FUNCTIONS, "    CPU, CUDA, MPS: hypot_out")
+
+
+def test_clean_tree_exits_0(run, check_tree):
+    result = run("check", "--root", check_tree)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "no findings" in result.stderr
+
+
+def test_text_format_names_file_line_code_and_hint(run, check_tree):
+    row = hypot_fault(check_tree)
+    result = run("check", "--root", check_tree)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{NATIVE_FUNCTIONS}:{row}:21: MPS002 error: hypot.out puts MPS on the shared kernel hypot_out, but hypot_stub "
+        f"(aten/src/ATen/native/BinaryOps.h:{line_of(check_tree, 'aten/src/ATen/native/BinaryOps.h', 'hypot_stub)')}) has no MPS REGISTER_DISPATCH (mpsgen check --explain MPS002)"
+    ]
+    assert "1 finding (1 error; whole tree)" in result.stderr
+
+
+def test_json_format(run, check_tree):
+    row = hypot_fault(check_tree)
+    result = run("check", "--root", check_tree, "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["counts"] == {"error": 1, "warning": 0}
+    [f] = doc["findings"]
+    assert (f["code"], f["name"], f["path"], f["line"], f["col"], f["severity"]) == ("MPS002", "missing-stub-registration", NATIVE_FUNCTIONS, row, 21, "error")
+
+
+def test_lintrunner_format_is_json_lines_and_exits_0(run, check_tree):
+    row = hypot_fault(check_tree)
+    result = run("check", "--root", check_tree, "--format", "lintrunner")
+    assert result.exit_code == 0
+    [line] = result.stdout.splitlines()
+    msg = json.loads(line)
+    assert set(msg) == {"path", "line", "char", "code", "severity", "name", "original", "replacement", "description"}
+    assert (msg["path"], msg["line"], msg["char"], msg["code"], msg["severity"], msg["name"]) == (
+        str(check_tree.resolve() / NATIVE_FUNCTIONS), row, 21, "MPS002", "error", "missing-stub-registration",
+    )
+
+
+def test_lintrunner_reads_a_paths_file(run, check_tree, tmp_path):
+    hypot_fault(check_tree)
+    listing = tmp_path / "paths.txt"
+    listing.write_text(f"{check_tree / BINARY_MM}\n")
+    result = run("check", "--root", check_tree, "--format", "lintrunner", "--", f"@{listing}")
+    assert [json.loads(x)["code"] for x in result.stdout.splitlines()] == ["MPS002"]
+    listing.write_text(f"{check_tree / 'aten/src/ATen/native/mps/operations/UnaryKernel.mm'}\n")
+    assert run("check", "--root", check_tree, "--format", "lintrunner", "--", f"@{listing}").stdout == ""
+
+
+def test_github_format(run, check_tree):
+    row = hypot_fault(check_tree)
+    result = run("check", "--root", check_tree, "--format", "github")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"::error file={NATIVE_FUNCTIONS},line={row},col=21,title=MPS002 missing-stub-registration::hypot.out puts MPS")
+
+
+def test_explain(run):
+    result = run("check", "--explain", "mps004")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("MPS004 missing-functor (error): ")
+    assert "Fix:" in result.stdout
+
+
+def test_explain_unknown_code_exits_2(run):
+    result = run("check", "--explain", "MPS999")
+    assert result.exit_code == 2
+    assert "no such rule" in result.stderr and "MPS001" in result.stderr
+
+
+def test_not_a_pytorch_tree_exits_2_without_traceback(run, tmp_path):
+    result = run("check", "--root", tmp_path)
+    assert result.exit_code == 2
+    assert "is not a PyTorch source tree" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_bad_format_exits_2(run, check_tree):
+    result = run("check", "--root", check_tree, "--format", "xml")
+    assert result.exit_code == 2
+    assert "--format xml" in result.stderr
+
+
+def test_path_outside_the_tree_exits_2(run, check_tree, tmp_path):
+    outside = tmp_path / "elsewhere.mm"
+    outside.write_text("")
+    result = run("check", "--root", check_tree, str(outside))
+    assert result.exit_code == 2
+    assert "outside the PyTorch tree" in result.stderr
+
+
+def test_missing_paths_file_exits_2(run, check_tree, tmp_path):
+    result = run("check", "--root", check_tree, f"@{tmp_path / 'nope.txt'}")
+    assert result.exit_code == 2
+    assert "cannot read the path list" in result.stderr
+
+
+def test_invalid_utf8_source_exits_2(run, check_tree):
+    (check_tree / BINARY_MM).write_bytes(b"\xff\xfe broken")
+    result = run("check", "--root", check_tree)
+    assert result.exit_code == 2
+    assert "not valid UTF-8" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_practice_tree_with_real_yaml_runs(run, real_tree):
+    result = run("check", "--root", real_tree, "--format", "json")
+    assert result.exit_code == 1  # the small practice set does not back most of the real MPS rows
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert {"MPS001", "MPS002"} <= codes

@@ -1,0 +1,148 @@
+"""Fault injection: each fault in the consistent check tree is reported with its code and line,
+and nothing else is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mpsgen.check import RULES, run_check
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
+
+from .conftest import BINARY_METAL, BINARY_MM, BINARY_OPS_MM, UNARY_METAL, UNARY_MM, UNARY_OPS_MM, edit, line_of
+
+YAML = NATIVE_FUNCTIONS
+
+
+def found(root: Path, paths=None, cwd=None) -> list[tuple[str, str, int, int]]:
+    return [(f.code, f.path, f.line, f.col) for f in run_check(PytorchTree(root), paths, cwd).findings]
+
+
+def test_clean_tree_reports_nothing(check_tree):
+    assert found(check_tree) == []
+
+
+def test_rule_codes_are_stable():
+    assert list(RULES) == [f"MPS00{i}" for i in range(1, 10)]
+    assert all(r.explanation and r.summary and r.name for r in RULES.values())
+
+
+def test_deleted_register_dispatch_is_mps002_at_the_yaml_row(check_tree):
+    edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n", "")
+    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS: hypot_out")
+    assert found(check_tree) == [("MPS002", YAML, row, len("    CPU, CUDA, MPS: ") + 1)]
+
+
+def test_deleted_helper_macro_dispatch_is_mps002(check_tree):
+    edit(check_tree, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(exp);\n", "")
+    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS, MTIA: exp_out")
+    assert found(check_tree) == [("MPS002", YAML, row, len("    CPU, CUDA, MPS, MTIA: ") + 1)]
+
+
+def test_renamed_functor_is_mps004_at_its_first_registration(check_tree):
+    edit(check_tree, BINARY_METAL, "struct gcd_functor {", "struct gcd2_functor {")
+    assert found(check_tree) == [("MPS004", BINARY_METAL, line_of(check_tree, BINARY_METAL, "REGISTER_INTEGER_BINARY_OP(gcd);"), 0)]
+
+
+def test_renamed_functor_of_a_bulk_macro_op_is_reported_in_the_macro_body(check_tree):
+    edit(check_tree, UNARY_METAL, "struct sin_functor {", "struct sine_functor {")
+    assert found(check_tree) == [("MPS004", UNARY_METAL, line_of(check_tree, UNARY_METAL, "REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0);"), 0)]
+
+
+def test_functor_from_an_included_header_counts(check_tree):
+    text = (check_tree / BINARY_METAL).read_text()
+    start = text.index("struct gcd_functor {")
+    end = text.index("\n};\n", start) + 4
+    (check_tree / "c10/metal/gcd.h").write_text(text[start:end])
+    (check_tree / BINARY_METAL).write_text("#include <c10/metal/gcd.h>\n" + text[:start] + text[end:])
+    assert found(check_tree) == []
+
+
+def test_dropped_register_line_is_mps003_at_the_exec_call(check_tree):
+    edit(check_tree, BINARY_METAL, "REGISTER_FLOAT_BINARY_OP(fmin);\n", "")
+    assert found(check_tree) == [("MPS003", BINARY_MM, line_of(check_tree, BINARY_MM, 'exec_binary_kernel(iter, "fmin")'), 0)]
+
+
+def test_mps_row_pointing_at_a_deleted_impl_is_mps001(check_tree):
+    text = (check_tree / UNARY_OPS_MM).read_text()
+    start = text.index("TORCH_IMPL_FUNC(frac_out_mps)")
+    end = text.index("\n}\n", start) + 3
+    (check_tree / UNARY_OPS_MM).write_text(text[:start] + text[end:])
+    row = line_of(check_tree, YAML, "    MPS: frac_out_mps")
+    assert found(check_tree) == [("MPS001", YAML, row, 10)]
+
+
+def test_deleted_macro_instance_impl_is_mps001(check_tree):
+    edit(check_tree, UNARY_OPS_MM, "CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)\n", "")
+    assert found(check_tree) == [("MPS001", YAML, line_of(check_tree, YAML, "    MPS: asinh_out_mps"), 10)]
+
+
+def test_yaml_migrated_but_not_the_host_code(check_tree):
+    """sign.out moves to the shared line: its stub has no MPS kernel, and the MPSGraph code is dead."""
+    edit(check_tree, YAML, "    CPU, CUDA: sign_out\n    MPS: sign_out_mps\n", "    CPU, CUDA, MPS: sign_out\n")
+    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS: sign_out")
+    assert found(check_tree) == [
+        ("MPS007", UNARY_OPS_MM, line_of(check_tree, UNARY_OPS_MM, "TORCH_IMPL_FUNC(sign_out_mps)"), 0),
+        ("MPS002", YAML, row, len("    CPU, CUDA, MPS: ") + 1),
+    ]
+
+
+def test_dead_plain_function_is_mps007_unless_used_elsewhere(check_tree):
+    edit(check_tree, YAML, "    MPS: pow_Scalar_out_mps\n", "    CPU, CUDA, MPS: pow_Scalar_out\n")
+    dead = ("MPS007", BINARY_OPS_MM, line_of(check_tree, BINARY_OPS_MM, "Tensor& pow_Scalar_out_mps("), 0)
+    assert dead in found(check_tree)
+    # a caller elsewhere makes it a helper, not dead code
+    edit(check_tree, BINARY_OPS_MM, "} // namespace at::native", "static void use_it(const Tensor& e, Tensor& r) {\n  pow_Scalar_out_mps(1, e, r);\n}\n\n} // namespace at::native")
+    assert dead not in found(check_tree)
+
+
+def test_half_migrated_op_is_mps008_at_the_lagging_row(check_tree):
+    edit(check_tree, YAML, "    CPU, CUDA, MPS: round_decimals_out\n", "    CPU, CUDA: round_decimals_out\n    MPS: round_decimals_out_mps\n")
+    edit(check_tree, UNARY_OPS_MM, "} // namespace at::native", "TORCH_IMPL_FUNC(round_decimals_out_mps)(const Tensor& self, int64_t decimals, const Tensor& output) {}\n\n} // namespace at::native")
+    row = line_of(check_tree, YAML, "    MPS: round_decimals_out_mps")
+    assert found(check_tree) == [("MPS008", YAML, row, 10)]
+
+
+def test_duplicate_stub_registration_is_mps005(check_tree):
+    edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(polar_stub, &polar_mps_kernel);\n", "REGISTER_DISPATCH(polar_stub, &polar_mps_kernel);\nREGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n")
+    assert found(check_tree) == [("MPS005", BINARY_MM, line_of(check_tree, BINARY_MM, "REGISTER_DISPATCH(hypot_stub", nth=2), 0)]
+
+
+def test_duplicate_stub_through_a_helper_macro_is_mps005(check_tree):
+    edit(check_tree, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(abs);\n", "REGISTER_UNARY_TI_DISPATCH(abs);\nREGISTER_UNARY_TI_DISPATCH(exp);\n")
+    assert found(check_tree) == [("MPS005", UNARY_MM, line_of(check_tree, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(exp);", nth=2), 0)]
+
+
+def test_duplicate_op_dtype_registration_is_mps006(check_tree):
+    edit(check_tree, BINARY_METAL, "REGISTER_FLOAT_BINARY_OP(fmin);\n", "REGISTER_FLOAT_BINARY_OP(fmin);\nREGISTER_BINARY_OP(hypot, half, half);\n")
+    assert found(check_tree) == [("MPS006", BINARY_METAL, line_of(check_tree, BINARY_METAL, "REGISTER_BINARY_OP(hypot, half, half);"), 0)]
+
+
+def test_bulk_macro_instantiated_twice_is_one_mps006(check_tree):
+    edit(check_tree, UNARY_METAL, "INSTANTIATE_UNARY_KERNELS2(float, long);\n", "INSTANTIATE_UNARY_KERNELS2(float, long);\nINSTANTIATE_UNARY_KERNELS2(half, half);\n")
+    findings = run_check(PytorchTree(check_tree)).findings
+    assert [(f.code, f.line) for f in findings] == [("MPS006", line_of(check_tree, UNARY_METAL, "INSTANTIATE_UNARY_KERNELS2(half, half);", nth=2))]
+    assert "exp(half, half)" in findings[0].message
+
+
+def test_stale_xfail_is_mps009(check_tree):
+    edit(check_tree, COMMON_MPS, '            "cummax": None,\n', '            "cummax": None,\n            "hypot": None,\n            "exp": [torch.float16],\n            "fmin": [torch.float64],\n')
+    assert found(check_tree) == [
+        ("MPS009", COMMON_MPS, line_of(check_tree, COMMON_MPS, '"hypot": None'), 0),
+        ("MPS009", COMMON_MPS, line_of(check_tree, COMMON_MPS, '"exp": [torch.float16]'), 0),
+    ]
+
+
+def test_commented_out_registration_does_not_count(check_tree):
+    edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);", "// REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);")
+    assert [c for c, *_ in found(check_tree)] == ["MPS002"]
+
+
+def test_paths_report_only_findings_touching_them(check_tree, monkeypatch):
+    edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n", "")
+    edit(check_tree, UNARY_METAL, "struct sin_functor {", "struct sine_functor {")
+    assert [c for c, *_ in found(check_tree)] == ["MPS004", "MPS002"]
+    assert [c for c, *_ in found(check_tree, [BINARY_MM], cwd=check_tree)] == ["MPS002"]  # mentions hypot
+    assert [c for c, *_ in found(check_tree, [str(check_tree / UNARY_METAL)])] == ["MPS004"]
+    assert [c for c, *_ in found(check_tree, ["UnaryKernel.mm"], cwd=check_tree / "aten/src/ATen/native/mps/operations")] == []
+    assert [c for c, *_ in found(check_tree, [YAML], cwd=check_tree)] == ["MPS002"]
+    assert found(check_tree, ["README.md"], cwd=check_tree) == []
