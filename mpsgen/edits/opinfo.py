@@ -1,8 +1,8 @@
 """Remove an op's ``DecorateInfo(..., device_type='mps')`` entries from its OpInfo spans.
 
 Only the spans found by ``tree.opinfo`` are read; the rest of the 1.4 MB file is copied
-as is. A comment block directly above removed decorators goes with them when it speaks
-of MPS and heads nothing that stays. A ``skips=(...)``/``decorators=(...)`` argument left
+as is. A comment block directly above removed decorators goes with them when it heads
+nothing that stays (it explained the MPS failure). A ``skips=(...)``/``decorators=(...)`` argument left
 empty is removed too.
 """
 
@@ -97,9 +97,6 @@ def _edit_span(span: str) -> str:
         top = i - 1
         while top - 1 >= 0 and _is_comment(lines[top - 1]):
             top -= 1
-        block = lines[top:i]
-        if not any("mps" in c.lower() for c in block):
-            continue
         # the block heads the run of decorator lines below it; keep it if any of them stays
         j = i
         heads_kept = False

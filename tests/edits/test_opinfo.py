@@ -52,3 +52,26 @@ def test_special_ndtri_empty_skips_argument_removed(special):
 
 def test_op_without_mps_decorators_unchanged(cmi):
     assert edit(cmi, "lcm", set()) == cmi
+
+
+def test_comment_explaining_a_removed_decorator_goes_even_without_saying_mps(cmi):
+    out = edit(cmi, "logit", set())
+    entry = out[out.index("UnaryUfuncInfo('logit',") : out.index("OpInfo('where',")]
+    assert "AssertionError: RuntimeError not raised" not in entry
+    assert "skips=(" not in entry and "DecorateInfo" not in entry
+    assert "precisionOverride" in entry
+
+
+def test_comment_heading_a_kept_decorator_stays():
+    text = (
+        "op_db = [\n"
+        "    OpInfo('foo',\n"
+        "           skips=(\n"
+        "               # flaky everywhere\n"
+        "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps'),\n"
+        "               DecorateInfo(unittest.skip('x'), 'TestCommon', 'test_out'),\n"
+        "           )),\n"
+        "]\n"
+    )
+    out = edit(text, "foo", set())
+    assert "# flaky everywhere" in out and "device_type='mps'" not in out and "unittest.skip('x')" in out
