@@ -39,6 +39,22 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 RootOption = typer.Option(None, "--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
 
+# The generation flags shared by new-op and migrate-from-mpsgraph.
+UnaryOpt = typer.Option(False, "--unary", help="one tensor input")
+BinaryOpt = typer.Option(False, "--binary", help="two tensor inputs")
+KindOpt = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary")
+Int2FloatOpt = typer.Option(False, "--int2float", help="integer and bool inputs computed in float")
+IntegerOpt = typer.Option(False, "--integer", help="integer and bool inputs, same-type output")
+IntegerNoBoolOpt = typer.Option(False, "--integer-no-bool", help="integer inputs without bool")
+ComplexOpt = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)")
+OpmathOpt = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)")
+ExprOpt = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b")
+FunctorFileOpt = typer.Option(None, "--functor-file", help="file with the functor's struct body")
+StubOpt = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)")
+DryRunOpt = typer.Option(False, "--dry-run", help="print the diff, write nothing")
+PatchOpt = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing")
+StrictOpt = typer.Option(False, "--strict", help="exit 1 when there is nothing to do")
+
 
 def fail(exc: MpsgenError) -> None:
     err.print(Text("error: ", style="bold red") + Text(str(exc)))
@@ -159,23 +175,23 @@ def build_spec(
 @app.command("new-op")
 def new_op(
     op: str = typer.Argument(..., help="aten op name, e.g. heaviside or special_ndtri"),
-    unary: bool = typer.Option(False, "--unary", help="one tensor input"),
-    binary: bool = typer.Option(False, "--binary", help="two tensor inputs"),
-    kind: Optional[str] = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary"),
-    int2float: bool = typer.Option(False, "--int2float", help="integer and bool inputs computed in float"),
-    integer: bool = typer.Option(False, "--integer", help="integer and bool inputs, same-type output"),
-    integer_no_bool: bool = typer.Option(False, "--integer-no-bool", help="integer inputs without bool"),
-    complex_: bool = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)"),
-    opmath: bool = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)"),
-    expr: Optional[str] = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b"),
-    functor_file: Optional[Path] = typer.Option(None, "--functor-file", help="file with the functor's struct body"),
+    unary: bool = UnaryOpt,
+    binary: bool = BinaryOpt,
+    kind: Optional[str] = KindOpt,
+    int2float: bool = Int2FloatOpt,
+    integer: bool = IntegerOpt,
+    integer_no_bool: bool = IntegerNoBoolOpt,
+    complex_: bool = ComplexOpt,
+    opmath: bool = OpmathOpt,
+    expr: Optional[str] = ExprOpt,
+    functor_file: Optional[Path] = FunctorFileOpt,
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file"),
-    stub: Optional[str] = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)"),
+    stub: Optional[str] = StubOpt,
     row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to dispatch (repeatable)"),
     root: Optional[Path] = RootOption,
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the diff, write nothing"),
-    patch: Optional[Path] = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing"),
-    strict: bool = typer.Option(False, "--strict", help="exit 1 when there is nothing to do"),
+    dry_run: bool = DryRunOpt,
+    patch: Optional[Path] = PatchOpt,
+    strict: bool = StrictOpt,
 ) -> None:
     """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests."""
     from mpsgen.newop import plan_new_op
@@ -243,33 +259,32 @@ class ListFormat(str, Enum):
 @app.command("migrate-from-mpsgraph")
 def migrate_from_mpsgraph(
     op: Optional[str] = typer.Argument(None, help="aten op name, e.g. acosh (omit with --list)"),
-    unary: bool = typer.Option(False, "--unary", help="one tensor input"),
-    binary: bool = typer.Option(False, "--binary", help="two tensor inputs"),
-    kind: Optional[str] = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary"),
-    int2float: bool = typer.Option(False, "--int2float", help="integer and bool inputs computed in float"),
-    integer: bool = typer.Option(False, "--integer", help="integer and bool inputs, same-type output"),
-    integer_no_bool: bool = typer.Option(False, "--integer-no-bool", help="integer inputs without bool"),
-    complex_: bool = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)"),
-    opmath: bool = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)"),
-    expr: Optional[str] = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b"),
-    functor_file: Optional[Path] = typer.Option(None, "--functor-file", help="file with the functor's struct body"),
+    unary: bool = UnaryOpt,
+    binary: bool = BinaryOpt,
+    kind: Optional[str] = KindOpt,
+    int2float: bool = Int2FloatOpt,
+    integer: bool = IntegerOpt,
+    integer_no_bool: bool = IntegerNoBoolOpt,
+    complex_: bool = ComplexOpt,
+    opmath: bool = OpmathOpt,
+    expr: Optional[str] = ExprOpt,
+    functor_file: Optional[Path] = FunctorFileOpt,
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file (default: specs/<op>.yaml if shipped)"),
-    stub: Optional[str] = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)"),
+    stub: Optional[str] = StubOpt,
     row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to migrate (repeatable)"),
     partial: bool = typer.Option(False, "--partial", help="migrate the rows that can be; leave (and name) the others"),
     list_: bool = typer.Option(False, "--list", help="list the ops of this tree that could be migrated"),
     format_: Optional[ListFormat] = typer.Option(None, "--format", help="--list output: table (default) or json"),
     root: Optional[Path] = RootOption,
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the diff, write nothing"),
-    patch: Optional[Path] = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing"),
-    strict: bool = typer.Option(False, "--strict", help="exit 1 when there is nothing to do"),
+    dry_run: bool = DryRunOpt,
+    patch: Optional[Path] = PatchOpt,
+    strict: bool = StrictOpt,
 ) -> None:
     """Move an op from its MPSGraph kernel onto a Metal one: new-op's edits, the yaml rows, and
     the MPSGraph code removed. `--list` shows the candidates of the tree."""
     import json
 
-    from mpsgen.migrate import format_table, guess_kind, legacy_rows, list_candidates, plan_migrate
-    from mpsgen.tree.native_yaml import scan_native_functions
+    from mpsgen.migrate import format_table, list_candidates, missing_kind_error, plan_migrate
 
     try:
         if list_:
@@ -304,19 +319,9 @@ def migrate_from_mpsgraph(
             raise BadInput("--dry-run and --patch are mutually exclusive.")
         if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
             shipped = resource_dir("specs") / f"{op}.yaml"
-            if shipped.is_file():
-                spec_file = shipped
-            else:
-                tree = PytorchTree.locate(root)
-                table = scan_native_functions(tree.read("aten/src/ATen/native/native_functions.yaml").text)
-                legacy = legacy_rows(table.of_op(op))
-                guess = guess_kind(legacy[0].entry.func) if legacy else "other"
-                flag = {"unary": "--unary", "binary": "--binary"}.get(guess, f"--kind {guess}")
-                looks = f" The schema of {legacy[0].name} looks like `{flag}`." if legacy and guess != "other" else ""
-                raise BadInput(
-                    f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary), "
-                    f"or give --spec.{looks}"
-                )
+            if not shipped.is_file():
+                raise missing_kind_error(PytorchTree.locate(root), op)
+            spec_file = shipped
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
         changeset = plan_migrate(tree, spec, partial=partial)

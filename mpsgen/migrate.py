@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mpsgen.changeset import Changeset
 from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
-from mpsgen.errors import Refused
+from mpsgen.errors import BadInput, Refused
 from mpsgen.newop import choose_rows, plan_new_op
 from mpsgen.render import resource_dir
 from mpsgen.spec import OpSpec
@@ -468,4 +468,17 @@ def summary(candidates: list[Candidate]) -> str:
     return (
         f"{len(candidates)} candidate(s): {len(elementwise)} elementwise ({by_kind or 'none'}), "
         f"{len(candidates) - len(elementwise)} not elementwise; {ready} elementwise op(s) ready to migrate."
+    )
+
+
+def missing_kind_error(tree: PytorchTree, op: str) -> BadInput:
+    """The error for a migration given no kind and no spec, with the kind the schema suggests."""
+    table = scan_native_functions(tree.read(NATIVE_FUNCTIONS).text)
+    legacy = legacy_rows(table.of_op(op))
+    guess = guess_kind(legacy[0].entry.func) if legacy else "other"
+    flag = {"unary": "--unary", "binary": "--binary"}.get(guess, f"--kind {guess}")
+    looks = f" The schema of {legacy[0].name} looks like `{flag}`." if legacy and guess != "other" else ""
+    return BadInput(
+        f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary), "
+        f"or give --spec.{looks}"
     )
