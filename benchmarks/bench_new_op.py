@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,7 +53,12 @@ def main() -> None:
                 assert changeset.diff()
 
             samples = time_it(dry_run, args.repeat)
-            print(f"new-op {spec.name} --dry-run: median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})")
+            print(f"new-op {spec.name} --dry-run, planned in-process: median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})")
+
+        # the same through the console script: interpreter start and imports included
+        cli = [sys.executable, "-m", "mpsgen.cli", "new-op", "heaviside", "--binary", "--integer", "--dry-run", "--root", str(root)]
+        samples = time_it(lambda: subprocess.run(cli, check=True, capture_output=True), args.repeat)
+        print(f"`mpsgen new-op heaviside --binary --integer --dry-run` wall clock: median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})")
 
         yaml_text = (root / NATIVE_FUNCTIONS).read_text()
         cmi_text = (root / COMMON_METHODS).read_text()

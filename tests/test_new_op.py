@@ -275,3 +275,13 @@ def test_spec_flag_drives_everything(real_tree: Path, run, tmp_path: Path):
     assert "return static_cast<T>(a);" in read(real_tree, BIN_METAL)
     wrong = run("new-op", "atan2", "--spec", spec, "--root", real_tree)
     assert wrong.exit_code == 2 and "describes 'heaviside', not 'atan2'" in wrong.stderr
+
+
+def test_demo_without_torch_uses_own_sample_files(run, monkeypatch):
+    import mpsgen.practice
+
+    monkeypatch.setattr(mpsgen.practice, "real_file_sources", lambda: None)
+    result = run("demo")
+    assert result.exit_code == 0, result.output
+    assert "mpsgen's own sample files only" in result.stderr
+    assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
