@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from mpsgen.newop import plan_new_op
 from mpsgen.practice import build_practice_tree
+from timing import median_ms, time_cli, time_it
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.tree import COMMON_METHODS, NATIVE_FUNCTIONS, PytorchTree
 
@@ -28,14 +26,6 @@ CASES = [
     OpSpec("special_ndtri", "unary", FunctorSource(expr="x"), ("int2float",)),
 ]
 
-
-def time_it(fn, repeat: int) -> list[float]:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
 
 
 def main() -> None:
@@ -56,9 +46,8 @@ def main() -> None:
             print(f"new-op {spec.name} --dry-run, planned in-process: median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})")
 
         # the same through the console script: interpreter start and imports included
-        cli = [sys.executable, "-m", "mpsgen.cli", "new-op", "heaviside", "--binary", "--integer", "--dry-run", "--root", str(root)]
-        samples = time_it(lambda: subprocess.run(cli, check=True, capture_output=True), args.repeat)
-        print(f"`mpsgen new-op heaviside --binary --integer --dry-run` wall clock: median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})")
+        samples = time_cli(["new-op", "heaviside", "--binary", "--integer", "--dry-run", "--root", str(root)], args.repeat)
+        print(f"`mpsgen new-op heaviside --binary --integer --dry-run` wall clock: {median_ms(samples)}")
 
         yaml_text = (root / NATIVE_FUNCTIONS).read_text()
         cmi_text = (root / COMMON_METHODS).read_text()

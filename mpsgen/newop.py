@@ -9,7 +9,6 @@ import textwrap
 from dataclasses import dataclass, replace
 
 from mpsgen.changeset import Changeset
-from mpsgen.edits import common_mps as common_mps_edit
 from mpsgen.edits import metal as metal_edit
 from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
@@ -216,6 +215,8 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
         )
 
     # -- tests: xfail lists and OpInfo decorators -----------------------------------------
+    from mpsgen.edits import common_mps as common_mps_edit  # libcst: imported only when needed
+
     keys, spans = opinfo_keys(tree, spec, table, changeset)
     common = tree.read_optional(COMMON_MPS)
     if common is not None:
