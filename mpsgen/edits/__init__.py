@@ -14,9 +14,10 @@ def insert_lines(lines: list[str], insertions: list[tuple[int, int, list[str]]])
 
 def realign_backslashes(block: list[str]) -> list[str]:
     """Re-align the continuation backslashes of a macro like clang-format's
-    ``AlignEscapedNewlines: Left``: one column, one space past the longest line."""
+    ``AlignEscapedNewlines: Left``: one column, one space past the longest line that carries
+    a backslash (the macro's last line has none and does not count)."""
     contents = [ln.rstrip()[:-1].rstrip() if ln.rstrip().endswith("\\") else ln.rstrip() for ln in block]
-    width = max(len(c) for c in contents)
+    width = max(len(c) for c in contents[:-1]) if len(contents) > 1 else 0
     out = []
     for i, c in enumerate(contents):
         if i < len(block) - 1:

@@ -46,16 +46,24 @@ def wrap_arguments(head: str, args: list[str], tail: str, indent: int = 0) -> st
     return "\n" + pad + (",\n" + pad).join(args)
 
 
+def _declarator(function: str) -> str:
+    """``static void name`` -- with the name on its own line when even ``static void name(``
+    overflows, as clang-format breaks it."""
+    if len(f"static void {function}(") > COLUMN_LIMIT:
+        return f"static void\n{function}"
+    return f"static void {function}"
+
+
 def _signature(function: str, alpha: bool) -> str:
     params = ["TensorIteratorBase& iter"] + (["const Scalar& alpha"] if alpha else [])
-    return wrap_arguments(f"static void {function}(", params, ") {")
+    return wrap_arguments(f"{_declarator(function).split(chr(10))[-1]}(", params, ") {")
 
 
 def render_kernel_function(addition: KernelAddition, library: str) -> str:
     function = kernel_function_name(addition.op)
     return render(
         "mm/kernel_function.mm.j2",
-        function=function,
+        declarator=_declarator(function),
         signature=_signature(function, addition.alpha),
         call_args=wrap_arguments(
             f"{library}.exec_{addition.kind}_kernel(",
@@ -119,8 +127,11 @@ def add_kernel(text: str, addition: KernelAddition) -> str:
     function_block = render_kernel_function(addition, source.library).split("\n")
     function_name = kernel_function_name(addition.op)
     amp, semi = _conventions(lines, [d.line for d in literal])
+    target = ("&" if amp else "") + function_name
     register = render(
-        "mm/register_dispatch.mm.j2", stub=addition.stub, function=function_name, ampersand=amp, semicolon=semi
+        "mm/register_dispatch.mm.j2",
+        arguments=wrap_arguments("REGISTER_DISPATCH(", [addition.stub, target], ")" + (";" if semi else "")),
+        semicolon=semi,
     )
 
     if outside:

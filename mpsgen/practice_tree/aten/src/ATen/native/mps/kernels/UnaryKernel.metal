@@ -36,8 +36,9 @@ struct sin_functor {
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T x) {
     const float re = x.x, im = x.y;
-    return T(precise::sin(re) * precise::cosh(im),
-             precise::cos(re) * precise::sinh(im));
+    return T(
+        precise::sin(re) * precise::cosh(im),
+        precise::cos(re) * precise::sinh(im));
   }
 };
 
@@ -53,8 +54,9 @@ struct cos_functor {
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T x) {
     const float re = x.x, im = x.y;
-    return T(precise::cos(re) * precise::cosh(im),
-             -precise::sin(re) * precise::sinh(im));
+    return T(
+        precise::cos(re) * precise::cosh(im),
+        -precise::sin(re) * precise::sinh(im));
   }
 };
 
