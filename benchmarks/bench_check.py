@@ -1,16 +1,41 @@
 """How fast is ``mpsgen check`` on a tree the size of PyTorch's?
 
 Builds, in a temporary folder, a tree with the real native_functions.yaml of the installed
-torch wheel (~600 KB), its ATen headers, and ~70 ``.mm`` / ~120 ``.metal`` files generated
-from mpsgen's own practice-tree sources (ops renamed per copy, so names stay unique), sized
-like upstream's (``--mm-kb``, ``--metal-kb`` per file). Then prints, from the same run:
+torch wheel (~600 KB), its ATen headers, and ~70 ``.mm`` (~1.5 MB) / ~120 ``.metal``
+(~1.1 MB) files generated from mpsgen's own practice-tree sources (ops renamed per copy, so
+names stay unique). Then prints, from the same run:
 
 * the median wall time of ``check`` on the whole tree (target: <= 150 ms),
 * the median wall time of torchgen's ``parse_native_yaml`` on the same yaml
   (check must be >= 10x faster),
 * the median of ``check`` on the tree doubled (twice the files, yaml twice as long).
 
-Run: ``python benchmarks/bench_check.py [--runs 9]``. Needs torch==2.13.0 (the test extra).
+Two shapes of tree, the same size in bytes and files:
+
+* realistic (default), shaped like upstream: one UnaryKernel- and one BinaryKernel-like
+  .metal file registering a few hundred (op, dtype) kernels each (~260 and ~320), and ~118
+  other kernel files of ~8.5 KB that register a handful (4) each and otherwise hold
+  templated kernels instantiated through their own ``INSTANTIATE_*`` macros, as
+  Indexing.metal or Bucketization.metal do: ~1,200 registrations in all. On the host side,
+  one UnaryKernel.mm and one BinaryKernel.mm call exec_*_kernel with the names the .metal
+  files register; the other ~68 .mm are MPSGraph code (TORCH_IMPL_FUNC blocks, *_mps
+  functions) whose kernels are the ones the real yaml's ``MPS:`` lines name, as upstream's
+  are. A mostly clean tree then: ~140 findings, from yaml rows the practice sources do not
+  back (MPS002).
+* ``--dense``: the original generator, every file a repetition of the practice sources:
+  ~14,600 registrations (~29,000 in the doubled tree; every .metal is all REGISTER_* lines,
+  ~12x upstream's density), 40% of the .mm files kernel-dispatch code whose exec_*_kernel
+  names mostly match nothing, and renamed MPSGraph kernels no yaml row names: ~4,900
+  findings (3,450 MPS003, ~990 MPS007). A stress test; its numbers follow the realistic
+  ones with ``--dense``.
+
+``check`` does the same work on both: it scans every file in full and expands (op, dtype)
+registrations only where MPS004/MPS006/MPS009 need them. The dense tree costs more because
+it has ~5x the registration statements, ~40x the exec_*_kernel calls and ~30x the findings
+to build.
+
+Run: ``python benchmarks/bench_check.py [--runs 9] [--dense]``. Needs torch==2.13.0 (the
+test extra).
 """
 
 from __future__ import annotations
@@ -25,6 +50,7 @@ import time
 from pathlib import Path
 
 from mpsgen.check import run_check
+from mpsgen.check.index import Index
 from mpsgen.practice import PRACTICE_TREE, build_practice_tree, real_file_sources
 from mpsgen.tree import KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 
@@ -63,20 +89,127 @@ def _generate(templates: list[str], count: int, kb: float, prefix: str, suffix: 
     return files
 
 
+def _kernel_file(i: int, kb: float) -> str:
+    """A kernel file as most of upstream's: one functor registered for a handful of dtypes,
+    then templated kernels instantiated for many dtypes through the file's own macros."""
+    op = f"gen{i}_op"
+    parts = [
+        "#include <c10/metal/indexing.h>\n#include <c10/metal/utils.h>\n#include <metal_stdlib>\n"
+        "using namespace metal;\nusing namespace c10::metal;\n",
+        f"struct {op}_functor {{\n  template <typename T>\n  inline T operator()(const T x) {{\n"
+        f"    return static_cast<T>(x * x + T({i % 7}));\n  }}\n}};\n",
+        "\n".join(f"REGISTER_UNARY_OP({op}, {t}, {t});" for t in ("float", "half", "bfloat", "int")) + "\n",
+    ]
+    size, k = sum(map(len, parts)), 0
+    while size < kb * 1024:
+        name = f"gen{i}_kernel{k}"
+        macro = f"INSTANTIATE_GEN{i}_KERNEL{k}"
+        part = (
+            f"// {name}: one thread per output element; strides in elements.\n"
+            f"template <typename T, typename index_t>\n"
+            f"kernel void {name}(\n"
+            f"    constant T* input [[buffer(0)]],\n"
+            f"    device T* output [[buffer(1)]],\n"
+            f"    constant index_t* sizes [[buffer(2)]],\n"
+            f"    constant index_t* strides [[buffer(3)]],\n"
+            f"    constant uint& ndim [[buffer(4)]],\n"
+            f"    uint index [[thread_position_in_grid]]) {{\n"
+            f"  index_t offset = 0;\n"
+            f"  for (uint dim = 0; dim < ndim; ++dim) {{\n"
+            f"    offset += (index % sizes[dim]) * strides[dim];\n"
+            f"    index /= sizes[dim];\n"
+            f"  }}\n"
+            f"  output[index] = static_cast<T>(input[offset] + T({k}));\n"
+            f"}}\n\n"
+            f"#define {macro}(DTYPE, IDX)                                        \\\n"
+            f"  template [[host_name(\"{name}_\" #DTYPE \"_\" #IDX)]] kernel void \\\n"
+            f"  {name}<DTYPE, IDX>(                                               \\\n"
+            f"      constant DTYPE * input [[buffer(0)]],                          \\\n"
+            f"      device DTYPE * output [[buffer(1)]],                           \\\n"
+            f"      constant IDX * sizes [[buffer(2)]],                            \\\n"
+            f"      constant IDX * strides [[buffer(3)]],                          \\\n"
+            f"      constant uint & ndim [[buffer(4)]],                            \\\n"
+            f"      uint index [[thread_position_in_grid]])\n\n"
+            + "".join(f"{macro}({t}, {x});\n" for t in ("float", "half", "bfloat", "int", "long", "short", "char", "uchar") for x in ("int", "long"))
+        )
+        parts.append(part)
+        size += len(part)
+        k += 1
+    return "\n".join(parts)
+
+
+_MPS_WORD = re.compile(r"\b\w+_mps\b")
+
+
+def _yaml_mps_kernels() -> list[str]:
+    """The kernels the real yaml's MPS-only lines name (``MPS: foo_out_mps``)."""
+    from mpsgen.tree.native_yaml import scan_native_functions
+
+    text = real_file_sources()[NATIVE_FUNCTIONS].read_text()
+    names = [d.kernel.split("::")[-1] for e in scan_native_functions(text).entries for d in e.dispatch if d.has_mps and all(k.endswith("MPS") for k in d.keys)]
+    return sorted({n for n in names if "mps" in n})
+
+
+def _realistic(count: int, kb: float, suffix: str, prefix: str, copies: tuple[int, int], factor: int) -> dict[str, str]:
+    """Per unit of ``count`` files: files 0 and 1 the Unary/Binary kernel files (``copies``
+    copies of their practice source, tags shared with the .mm of the same index so that
+    exec_*_kernel names match), the rest kernel files (.metal) or MPSGraph code (.mm) whose
+    ``*_mps`` functions take, in turn, the names of the kernels the real yaml dispatches MPS
+    to (as upstream's do: its MPSGraph code is what those rows run)."""
+    rename = _renamer()
+    kernels = _yaml_mps_kernels()
+    turn = iter(range(10**9))
+    templates = {p.name: p.read_text() for p in sorted((PRACTICE_TREE / (OPERATIONS_DIR if suffix == ".mm" else KERNELS_DIR)).glob("*" + suffix))}
+    graph = [t for n, t in templates.items() if "Kernel" not in n]
+    files = {}
+    for unit in range(factor):
+        for j in range(count):
+            i = unit * count + j
+            if j < 2:
+                template = templates[("UnaryKernel" if j == 0 else "BinaryKernel") + suffix]
+                parts = []
+                for k in range(copies[j]):
+                    part = rename(template, f"_g{unit * 1000 + j}x{k}")  # the same in the .mm and the .metal
+                    if k:  # one preamble; bulk macros listing ops get a name per copy
+                        part = "\n".join(ln for ln in part.split("\n") if not ln.startswith("#include"))
+                        part = part.replace("INSTANTIATE_UNARY_KERNELS", f"INSTANTIATE_C{k}_UNARY_KERNELS")
+                    parts.append(part)
+                files[f"{prefix}/Gen{i:03d}{suffix}"] = "\n".join(parts)
+            elif suffix == ".metal":
+                files[f"{prefix}/Gen{i:03d}{suffix}"] = _kernel_file(i, kb)
+            else:
+                dup = "_dup" * unit  # the doubled yaml's copies of the rows name <kernel>_dup
+                for rel, text in _generate(graph, 1, kb, prefix, suffix, start=i).items():
+                    names: dict[str, str] = {}
+
+                    def real_name(m: re.Match, names: dict[str, str] = names, dup: str = dup) -> str:
+                        return names.setdefault(m.group(), kernels[next(turn) % len(kernels)] + dup)
+
+                    files[rel] = _MPS_WORD.sub(real_name, text)
+    return files
+
+
 def _doubled_yaml(text: str) -> str:
     copy = re.sub(r"^- func: (\w+)", r"- func: \1_dup", text, flags=re.M)
     copy = re.sub(r"^(    [A-Za-z0-9_, ]+:\s*)(\w+)", r"\1\2_dup", copy, flags=re.M)
     return text + "\n" + copy
 
 
-def build_tree(dest: Path, mm: int, metal: int, mm_kb: float, metal_kb: float, double: bool = False) -> Path:
+def build_tree(dest: Path, mm: int, metal: int, mm_kb: float, metal_kb: float, double: bool = False, dense: bool = False) -> Path:
+    """The benchmark tree: ``dense`` repeats the practice sources in every file (``mm_kb``,
+    ``metal_kb`` per file); otherwise upstream's shape (see the module docstring), the
+    other files ``mm_kb`` / ``metal_kb`` each."""
     root, used_real = build_practice_tree(dest, real=True)
     if not used_real:
         sys.exit("torch==2.13.0 must be installed (pip install -e '.[test]'): the benchmark uses its native_functions.yaml")
     factor = 2 if double else 1
-    for rel, text in _generate(_templates(".mm"), mm * factor, mm_kb, OPERATIONS_DIR, ".mm").items():
-        (root / rel).write_text(text)
-    for rel, text in _generate(_templates(".metal"), metal * factor, metal_kb, KERNELS_DIR, ".metal").items():
+    if dense:
+        mm_files = _generate(_templates(".mm"), mm * factor, mm_kb, OPERATIONS_DIR, ".mm")
+        metal_files = _generate(_templates(".metal"), metal * factor, metal_kb, KERNELS_DIR, ".metal")
+    else:
+        mm_files = _realistic(mm, mm_kb, ".mm", OPERATIONS_DIR, (3, 4), factor)
+        metal_files = _realistic(metal, metal_kb, ".metal", KERNELS_DIR, (3, 4), factor)
+    for rel, text in {**mm_files, **metal_files}.items():
         (root / rel).write_text(text)
     if double:
         yaml = root / NATIVE_FUNCTIONS
@@ -89,7 +222,13 @@ def tree_size(root: Path) -> str:
     metal = list((root / KERNELS_DIR).glob("*.metal"))
     kb = lambda files: sum(f.stat().st_size for f in files) / 1024  # noqa: E731
     yaml_kb = (root / NATIVE_FUNCTIONS).stat().st_size / 1024
-    return f"{len(mm)} .mm ({kb(mm):.0f} KB), {len(metal)} .metal ({kb(metal):.0f} KB), yaml {yaml_kb:.0f} KB"
+    index = Index(PytorchTree(root))
+    regs = sum(len(f.registrations) for f in index.metal_files)
+    uses = sum(len(h.uses) for h in index.host_files)
+    return (
+        f"{len(mm)} .mm ({kb(mm):.0f} KB, {uses} exec_*_kernel calls), {len(metal)} .metal ({kb(metal):.0f} KB, "
+        f"{regs} (op, dtype) registrations), yaml {yaml_kb:.0f} KB"
+    )
 
 
 def time_check(root: Path, runs: int) -> tuple[float, int]:
@@ -116,33 +255,48 @@ def time_torchgen(yaml_path: Path, runs: int) -> float:
     return statistics.median(times) * 1000
 
 
+def bench(tmp: Path, args: argparse.Namespace, dense: bool, tg_ms: float | None) -> float:
+    """Prints the numbers of one shape of tree; returns torchgen's median (measured once)."""
+    shape = "dense" if dense else "realistic"
+    mm_kb = args.mm_kb if args.mm_kb is not None else (20.0 if dense else 21.0)
+    metal_kb = args.metal_kb if args.metal_kb is not None else (6.0 if dense else 8.5)
+    base = build_tree(tmp / f"{shape}-base", args.mm, args.metal, mm_kb, metal_kb, dense=dense)
+    doubled = build_tree(tmp / f"{shape}-double", args.mm, args.metal, mm_kb, metal_kb, double=True, dense=dense)
+    run_check(PytorchTree(base))  # warm imports and the page cache
+    print(f"[{shape}]")
+    print(f"tree:          {tree_size(base)}")
+    check_ms, n = time_check(base, args.runs)
+    print(f"check:         median {check_ms:7.1f} ms over {args.runs} runs ({n} findings)  target <= {TARGET_MS:.0f} ms: {'ok' if check_ms <= TARGET_MS else 'MISSED'}")
+    if tg_ms is None:
+        tg_ms = time_torchgen(base / NATIVE_FUNCTIONS, args.torchgen_runs)
+    ratio = tg_ms / check_ms
+    print(f"torchgen:      median {tg_ms:7.1f} ms over {args.torchgen_runs} runs of parse_native_yaml on the same yaml")
+    print(f"speed-up:      check is {ratio:.1f}x faster than parse_native_yaml  (needs >= {SPEEDUP:.0f}x: {'ok' if ratio >= SPEEDUP else 'MISSED'})")
+    print(f"doubled tree:  {tree_size(doubled)}")
+    double_ms, n2 = time_check(doubled, args.runs)
+    print(f"check doubled: median {double_ms:7.1f} ms over {args.runs} runs ({n2} findings), {double_ms / check_ms:.2f}x the base tree")
+    return tg_ms
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=9, help="check runs per tree (median)")
     ap.add_argument("--torchgen-runs", type=int, default=3)
     ap.add_argument("--mm", type=int, default=70)
     ap.add_argument("--metal", type=int, default=120)
-    ap.add_argument("--mm-kb", type=float, default=20.0, help="size of each generated .mm (upstream's average is ~20 KB)")
-    ap.add_argument("--metal-kb", type=float, default=6.0, help="size of each generated .metal")
+    ap.add_argument("--mm-kb", type=float, default=None, help="size of each generated .mm (default 20 KB dense, 21 KB for the MPSGraph files of the realistic tree: upstream's total is ~1.5 MB)")
+    ap.add_argument("--metal-kb", type=float, default=None, help="size of each generated .metal (default 6 KB dense, 8.5 KB for the kernel files of the realistic tree: upstream's total is ~1.1 MB)")
+    ap.add_argument("--dense", action="store_true", help="also time the dense tree (every file a repetition of the practice sources)")
     args = ap.parse_args()
     if real_file_sources() is None:
         sys.exit("torch==2.13.0 must be installed (pip install -e '.[test]')")
 
     tmp = Path(tempfile.mkdtemp(prefix="mpsgen-bench-"))
     try:
-        base = build_tree(tmp / "base", args.mm, args.metal, args.mm_kb, args.metal_kb)
-        doubled = build_tree(tmp / "double", args.mm, args.metal, args.mm_kb, args.metal_kb, double=True)
-        run_check(PytorchTree(base))  # warm imports and the page cache
-        print(f"tree:          {tree_size(base)}")
-        check_ms, n = time_check(base, args.runs)
-        print(f"check:         median {check_ms:7.1f} ms over {args.runs} runs ({n} findings)  target <= {TARGET_MS:.0f} ms: {'ok' if check_ms <= TARGET_MS else 'MISSED'}")
-        tg_ms = time_torchgen(base / NATIVE_FUNCTIONS, args.torchgen_runs)
-        ratio = tg_ms / check_ms
-        print(f"torchgen:      median {tg_ms:7.1f} ms over {args.torchgen_runs} runs of parse_native_yaml on the same yaml")
-        print(f"speed-up:      check is {ratio:.1f}x faster than parse_native_yaml  (needs >= {SPEEDUP:.0f}x: {'ok' if ratio >= SPEEDUP else 'MISSED'})")
-        print(f"doubled tree:  {tree_size(doubled)}")
-        double_ms, n2 = time_check(doubled, args.runs)
-        print(f"check doubled: median {double_ms:7.1f} ms over {args.runs} runs ({n2} findings), {double_ms / check_ms:.2f}x the base tree")
+        tg_ms = bench(tmp, args, dense=False, tg_ms=None)
+        if args.dense:
+            print()
+            bench(tmp, args, dense=True, tg_ms=tg_ms)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

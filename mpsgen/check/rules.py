@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from functools import cached_property
 from typing import Iterable, Iterator
 
 from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registration
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
-from mpsgen.edits.common_mps import XfailEntry, canonical_dtype
-from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction
+from mpsgen.tree.native_rows import Dispatch as DispatchEntry
+from mpsgen.tree.native_rows import Row as NativeFunction
+from mpsgen.tree.xfails import XfailEntry, canonical_dtype
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
 MAX_LISTED = 4
@@ -41,16 +42,13 @@ def listed(names: Iterable[str]) -> str:
     return ", ".join(names[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
-def _word(name: str) -> re.Pattern:
-    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
-
-
 class Facts:
     """Cross-file tables derived from an index, each computed on first use."""
 
     def __init__(self, index: Index):
         self.index = index
         self.yaml = index.yaml_path
+        self._ties: dict[tuple[str, str], str | None] = {}
 
     @cached_property
     def definitions(self) -> dict[str, list[Definition]]:
@@ -75,19 +73,51 @@ class Facts:
         return [u for h in self.index.host_files for u in h.uses]
 
     @cached_property
-    def registrations(self) -> dict[str, list[Registration]]:
-        out: dict[str, list[Registration]] = defaultdict(list)
+    def registered(self) -> dict[str, list]:
+        """Op name -> the .metal files registering it (the statements' op names: no expansion)."""
+        out: dict[str, list] = defaultdict(list)
         for f in self.index.metal_files:
-            for r in f.registrations:
-                out[r.op].append(r)
+            for op in f.ops:
+                out[op].append(f)
         return out
+
+    def registrations(self, op: str) -> list[Registration]:
+        """Every (op, dtypes) registration of ``op``, expanded on demand."""
+        return [r for f in self.registered.get(op, ()) for r in f.registrations_of(op)]
+
+    @cached_property
+    def mps_dispatch(self) -> tuple[list[tuple[NativeFunction, DispatchEntry]], list[tuple[NativeFunction, DispatchEntry]], list[NativeFunction]]:
+        """One pass over the yaml rows: (row, line) pairs that are MPS-only, pairs that put MPS
+        on a CPU/CUDA line, and the rows with MPS on any line."""
+        only, on_shared, rows = [], [], []
+        for e in self.index.rows:
+            has = False
+            for d in e.dispatch:
+                if "MPS" in d.keys:
+                    has = True
+                    if mps_only(d):
+                        only.append((e, d))
+                    if shared(d):
+                        on_shared.append((e, d))
+            if has:
+                rows.append(e)
+        return only, on_shared, rows
 
     @cached_property
     def yaml_kernels(self) -> set[str]:
-        return {d.kernel.split("::")[-1] for e in self.index.native.entries for d in e.dispatch}
+        return {d.kernel.rpartition("::")[2] for e in self.index.rows for d in e.dispatch}
 
     def tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
-        """The declared stub a shared kernel of ``entry`` runs, if the tree's names tie them."""
+        """The declared stub a shared kernel of ``entry`` runs, if the tree's names tie them
+        (asked by several rules for the same rows: worked out once per row and kernel)."""
+        key = (entry.base, kernel)
+        try:
+            return self._ties[key]
+        except KeyError:
+            stub = self._ties[key] = self._tie_stub(entry, kernel)
+            return stub
+
+    def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
         kernel = kernel.split("::")[-1]
         stem = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
         cands = [stem, stem.lower(), entry.base, op_of(entry)]
@@ -148,15 +178,14 @@ otherwise restore the implementation or correct the kernel name in the row.
 """,
 )
 def missing_kernel(f: Facts) -> Iterator[Finding]:
-    for e in f.index.native.entries:
-        for d in e.dispatch:
-            kernel = d.kernel.split("::")[-1]
-            if mps_only(d) and kernel not in f.definitions:
-                yield Finding(
-                    f.yaml, d.line, _yaml_col(d), "MPS001", ERROR,
-                    f"{e.name} dispatches MPS to {kernel}, but no file under aten/src/ATen/native/mps defines it",
-                    mentions=(op_of(e), kernel),
-                )
+    for e, d in f.mps_dispatch[0]:
+        kernel = d.kernel.split("::")[-1]
+        if kernel not in f.definitions:
+            yield Finding(
+                f.yaml, d.line, _yaml_col(d), "MPS001", ERROR,
+                f"{e.name} dispatches MPS to {kernel}, but no file under aten/src/ATen/native/mps defines it",
+                mentions=(op_of(e), kernel),
+            )
 
 
 # -- MPS002 -------------------------------------------------------------------------------
@@ -179,18 +208,15 @@ or take MPS off the shared line.
 """,
 )
 def missing_stub_registration(f: Facts) -> Iterator[Finding]:
-    for e in f.index.native.entries:
-        for d in e.dispatch:
-            if not shared(d):
-                continue
-            stub = f.tie_stub(e, d.kernel)
-            if stub and stub not in f.dispatches:
-                header, hline = f.index.stubs[stub]
-                yield Finding(
-                    f.yaml, d.line, _yaml_col(d), "MPS002", ERROR,
-                    f"{e.name} puts MPS on the shared kernel {d.kernel}, but {stub} ({header}:{hline}) has no MPS REGISTER_DISPATCH",
-                    mentions=(stub, stub[: -len("_stub")]),
-                )
+    for e, d in f.mps_dispatch[1]:
+        stub = f.tie_stub(e, d.kernel)
+        if stub and stub not in f.dispatches:
+            header, hline = f.index.stubs[stub]
+            yield Finding(
+                f.yaml, d.line, _yaml_col(d), "MPS002", ERROR,
+                f"{e.name} puts MPS on the shared kernel {d.kernel}, but {stub} ({header}:{hline}) has no MPS REGISTER_DISPATCH",
+                mentions=(stub, stub[: -len("_stub")]),
+            )
 
 
 # -- MPS003 -------------------------------------------------------------------------------
@@ -212,7 +238,7 @@ passed to exec_*_kernel.
 )
 def unregistered_metal_kernel(f: Facts) -> Iterator[Finding]:
     for u in f.uses:
-        if u.name not in f.registrations:
+        if u.name not in f.registered:
             yield Finding(
                 u.path, u.line, 0, "MPS003", ERROR,
                 f'exec_{u.kind}_kernel(…, "{u.name}") names a kernel that no .metal file registers',
@@ -239,9 +265,13 @@ registrations to the functor's name.
 )
 def missing_functor(f: Facts) -> Iterator[Finding]:
     for m in f.index.metal_files:
+        missing = [op for op in m.ops if op not in m.functors and op not in m.header_functors]
+        if not missing:
+            continue
         seen: dict[str, list[Registration]] = {}
-        for r in m.registrations:
-            if m.needs_functor.get(r.macro) and r.op not in m.functors and r.op not in m.header_functors:
+        # only the statements registering an op without functor, expanded in file order
+        for r in m.expand_all(sorted({i for op in missing for i in m.ops[op]})):
+            if m.needs_functor(r.macro) and r.op not in m.functors and r.op not in m.header_functors:
                 seen.setdefault(r.op, []).append(r)
         for op, regs in seen.items():
             first = min(regs, key=lambda r: r.line)
@@ -293,6 +323,8 @@ Fix: delete the repeated line, or narrow the helper macro to the dtypes not yet 
 )
 def duplicate_registration(f: Facts) -> Iterator[Finding]:
     for m in f.index.metal_files:
+        if not m.may_have_duplicates():
+            continue  # the common case: decided on the statements' ops and keys alone
         first_seen: dict[tuple, Registration] = {}
         dups: dict[int, list[tuple[Registration, Registration]]] = defaultdict(list)
         for r in m.registrations:
@@ -328,7 +360,7 @@ Fix: delete the implementation, any static helper used only by it, and its
 """,
 )
 def dead_impl(f: Facts) -> Iterator[Finding]:
-    corpus = None
+    uses = None
     for name, defs in sorted(f.definitions.items()):
         if not name.endswith("_mps") or name in f.yaml_kernels:
             continue
@@ -338,16 +370,31 @@ def dead_impl(f: Facts) -> Iterator[Finding]:
             if d.form == "function":
                 if d.static:
                     continue  # file-local: never a dispatched kernel
-                if corpus is None:
-                    corpus = f.index.mps_texts()
-                pat = _word(name)
-                if sum(len(pat.findall(t)) for _, t in corpus if name in t) > 1:
+                if uses is None:
+                    uses = _mps_word_counts(t for _, t in f.index.mps_texts())
+                if uses[name[::-1]] > 1:
                     continue  # declared or called elsewhere: a helper, not a dispatched kernel
             yield Finding(
                 d.path, d.line, 0, "MPS007", WARNING,
                 f"{name} ({_FORMS[d.form]}{' ' + d.macro if d.macro else ''}) is not dispatched to by any native_functions.yaml row",
                 related=(f.yaml,),
             )
+
+
+# in a reversed text: "spm_" (a literal to search for) not preceded by a word character
+# (so "_mps" ends its word), and the rest of the word
+_MPS_END_REVERSED = re.compile(r"spm_(?<=(?<!\w)spm_)\w*")
+
+
+def _mps_word_counts(texts: Iterable[str]) -> Counter:
+    """How often each word ending in ``_mps`` occurs as a whole word (where a regex
+    ``word`` with no word character on either side matches) in ``texts``, keyed by the word
+    *reversed*: the words are found and counted at C speed in the reversed texts."""
+    counts: Counter = Counter()
+    for text in texts:
+        if "_mps" in text:
+            counts.update(_MPS_END_REVERSED.findall(text[::-1]))
+    return counts
 
 
 _FORMS = {"impl_func": "TORCH_IMPL_FUNC", "function": "function", "impl_macro": "TORCH_IMPL_FUNC from macro", "function_macro": "function from macro"}
@@ -372,9 +419,8 @@ why it must stay on MPSGraph.
 )
 def half_migrated(f: Facts) -> Iterator[Finding]:
     rows: dict[str, list[NativeFunction]] = defaultdict(list)
-    for e in f.index.native.entries:
-        if any(d.has_mps for d in e.dispatch):
-            rows[op_of(e)].append(e)
+    for e in f.mps_dispatch[2]:
+        rows[op_of(e)].append(e)
     for op, entries in rows.items():
         migrated = [e for e in entries if any(shared(d) and f.tie_stub(e, d.kernel) for d in e.dispatch)]
         if not migrated:
@@ -411,7 +457,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
     if path is None:
         return
     ops: dict[str, list[NativeFunction]] = defaultdict(list)
-    for e in f.index.native.entries:
+    for e in f.index.rows:
         ops[op_of(e)].append(e)
     text = f.index.read(path)
     keys = set(_DICT_KEY.findall(text))
@@ -427,7 +473,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
         op = next((c for c in _op_candidates(entry.key) if c in on_metal), None)
         if op is None:
             continue
-        covered = {r.torch_input_dtype for n in on_metal[op] for r in f.registrations.get(n, [])}
+        covered = {r.torch_input_dtype for n in on_metal[op] for r in f.registrations(n)}
         if entry.dtypes is not None and not set(entry.dtypes) <= covered:
             continue
         what = "every dtype" if entry.dtypes is None else ", ".join(entry.dtypes)
@@ -470,6 +516,27 @@ def _op_candidates(key: str) -> list[str]:
     return out
 
 
+def _statements(nodes: list) -> Iterator[ast.AST]:
+    """Every statement of ``nodes`` and of the blocks nested in them (functions, classes,
+    if/for/while/with/try/match bodies): where an assignment can be, without visiting
+    the expressions that :func:`ast.walk` also goes through."""
+    for node in nodes:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            sub = getattr(node, name, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
+
+
+def _source(node: ast.expr) -> str:
+    """``ast.unparse(node)``, without unparsing the common ``torch.float32`` and ``x``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ast.unparse(node)
+
+
 def xfail_entries_fast(text: str) -> list[XfailEntry]:
     """The entries :func:`mpsgen.edits.common_mps.xfail_entries` reads, with ``ast`` (fast)."""
     try:
@@ -477,10 +544,10 @@ def xfail_entries_fast(text: str) -> list[XfailEntry]:
     except SyntaxError:
         return []
     entries = []
-    for fn in ast.walk(module):
+    for fn in _statements(module.body):
         if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
             continue
-        for node in ast.walk(fn):
+        for node in _statements(fn.body):
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value
             elif isinstance(node, ast.AnnAssign):
@@ -497,6 +564,6 @@ def xfail_entries_fast(text: str) -> list[XfailEntry]:
                         continue
                     dtypes = None
                     if isinstance(v, (ast.List, ast.Tuple)):
-                        dtypes = tuple(canonical_dtype(ast.unparse(x)) for x in v.elts)
+                        dtypes = tuple(canonical_dtype(_source(x)) for x in v.elts)
                     entries.append(XfailEntry(t.id, k.value, dtypes, k.lineno))
     return entries

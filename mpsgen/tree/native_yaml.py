@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_FUNC = re.compile(r"- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
+FUNC_HEADER = re.compile(r"- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 _DISPATCH_LINE = re.compile(r"    ([A-Za-z0-9_, ]+):\s*([A-Za-z0-9_:]+)\s*(#.*)?$")
 
 
@@ -90,7 +90,7 @@ def scan_native_functions(text: str) -> NativeFunctions:
             i += 1
             continue
         start = i
-        m = _FUNC.match(line)
+        m = FUNC_HEADER.match(line)
         j = i + 1
         while j < n and not lines[j].startswith("- func:"):
             j += 1

@@ -6,7 +6,7 @@ import re
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 
-_DECLARE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
+DECLARE_DISPATCH_RE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
 
 
 def declared_stubs(tree: PytorchTree) -> dict[str, tuple[str, int]]:
@@ -16,7 +16,7 @@ def declared_stubs(tree: PytorchTree) -> dict[str, tuple[str, int]]:
         raw = (tree.root / rel).read_bytes()
         if b"DECLARE_DISPATCH" not in raw:
             continue
-        for m in _DECLARE.finditer(raw):
+        for m in DECLARE_DISPATCH_RE.finditer(raw):
             name = m.group(2).decode()
             if name not in found:
                 found[name] = (rel, raw.count(b"\n", 0, m.start()) + 1)
