@@ -41,7 +41,7 @@ from mpsgen.tree import (
 )
 from mpsgen.tree.metal import MacroDef
 from mpsgen.tree.source import SourceFile, split_args
-from mpsgen.tree.stubs import DECLARE_DISPATCH_RE
+from mpsgen.tree.stubs import collect_stubs
 
 MPS_DIR = "aten/src/ATen/native/mps"
 HOST_SUFFIXES = (".mm", ".cpp")
@@ -884,17 +884,7 @@ class Index:
 
     def _declared_stubs(self) -> dict[str, tuple[str, int]]:
         """:func:`mpsgen.tree.stubs.declared_stubs` (same result), over one ``os.scandir`` walk."""
-        found: dict[str, tuple[str, int]] = {}
-        for rel, e in self._walk(NATIVE_DIR, (".h",)):
-            with open(e.path, "rb") as fh:
-                raw = fh.read()
-            if b"DECLARE_DISPATCH" not in raw:
-                continue
-            for m in DECLARE_DISPATCH_RE.finditer(raw):
-                name = m.group(2).decode()
-                if name not in found:
-                    found[name] = (rel, raw.count(b"\n", 0, m.start()) + 1)
-        return found
+        return collect_stubs((rel, e.path) for rel, e in self._walk(NATIVE_DIR, (".h",)))
 
     # -- reading --------------------------------------------------------------------------
     def _folder_inside(self, folder: str) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 
@@ -11,9 +13,16 @@ DECLARE_DISPATCH_RE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", r
 
 def declared_stubs(tree: PytorchTree) -> dict[str, tuple[str, int]]:
     """stub name -> (header path, 1-based line). Reads every header once, as bytes."""
+    headers = tree.list_files(NATIVE_DIR, (".h",), recursive=True)
+    return collect_stubs((rel, tree.root / rel) for rel in headers)
+
+
+def collect_stubs(headers: Iterable[tuple[str, str | os.PathLike]]) -> dict[str, tuple[str, int]]:
+    """The ``DECLARE_DISPATCH`` stubs of (tree-relative path, file path) pairs; first wins."""
     found: dict[str, tuple[str, int]] = {}
-    for rel in tree.list_files(NATIVE_DIR, (".h",), recursive=True):
-        raw = (tree.root / rel).read_bytes()
+    for rel, path in headers:
+        with open(path, "rb") as fh:
+            raw = fh.read()
         if b"DECLARE_DISPATCH" not in raw:
             continue
         for m in DECLARE_DISPATCH_RE.finditer(raw):
