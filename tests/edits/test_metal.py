@@ -134,3 +134,44 @@ def test_real_indexing_h_base_macros(real_sources):
     text = (KERNELS / "BinaryKernel.metal").read_text()
     plan = plan_registrations(spec, scan_metal(text), base, "BinaryKernel.metal")
     assert plan.statements == ("REGISTER_FLOAT_BINARY_OP(heaviside);", "REGISTER_INTEGER_BINARY_OP(heaviside);")
+
+
+def test_upstream_quirks_interleaved_instances_functor_macros_and_blank_continuations():
+    """Shapes seen in upstream trees: ops registered between bulk-macro instances, functors
+    defined through a macro from a header, and a bulk macro with an empty continuation line."""
+    text = (KERNELS / "UnaryKernel.metal").read_text()
+    text = text.replace(
+        "INSTANTIATE_UNARY_KERNELS2(bfloat, bfloat);\n",
+        "INSTANTIATE_UNARY_KERNELS2(bfloat, bfloat);\nREGISTER_UNARY_OP(neg, bfloat, bfloat);\nREGISTER_UNARY_OP(abs, bfloat, bfloat);\n",
+    )
+    text = text.replace(
+        "  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\\n",
+        "  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\\n                                              \\\n",
+    )
+    first_reg = text.index("REGISTER_UNARY_OP(neg, int, int);")
+    text = text[:first_reg] + "DEFINE_UNARY_FLOATING_FUNCTOR(erf);\nDEFINE_UNARY_FLOATING_FUNCTOR(erfc);\n\n" + text[first_reg:]
+
+    spec = OpSpec("acosh", "unary", FunctorSource(expr="x"), ("int2float", "complex"))
+    plan = plan_registrations(spec, scan_metal(text), BASE, "UnaryKernel.metal")
+    out = add_op(text, MetalAddition(spec.name, render_functor(spec), plan))
+    source = scan_metal(out)
+    # the functor sits with the other structs, before the functor-defining macro lines
+    assert source.functors["acosh"].end_line < out[: out.index("DEFINE_UNARY_FLOATING_FUNCTOR(erf)")].count("\n")
+    # both bulk macros took a line; nothing registered at top level, nothing twice
+    assert "REGISTER_UNARY_OP(acosh, DTYPE1, DTYPE0)" in out and "REGISTER_UNARY_OP(acosh, DTYPE##2, DTYPE##2)" in out
+    assert not [c for c in source.calls if c.args and c.args[0] == "acosh"]
+    vec2 = source.macros["INSTANTIATE_UNARY_KERNELS_VEC2"]
+    block = out.split("\n")[vec2.start_line : vec2.end_line + 1]
+    assert len({len(line) for line in block[:-1]}) == 1  # still one backslash column
+
+
+def test_float_only_unary_next_to_a_real_block_not_between_instances():
+    text = (KERNELS / "UnaryKernel.metal").read_text().replace(
+        "INSTANTIATE_UNARY_KERNELS2(bfloat, bfloat);\n",
+        "INSTANTIATE_UNARY_KERNELS2(bfloat, bfloat);\nREGISTER_UNARY_OP(neg, bfloat, bfloat);\n",
+    )
+    spec = OpSpec("frac", "unary", FunctorSource(expr="x"))
+    plan = plan_registrations(spec, scan_metal(text), BASE, "UnaryKernel.metal")
+    out = add_op(text, MetalAddition(spec.name, render_functor(spec), plan))
+    at = out.index("REGISTER_UNARY_OP(frac, float, float);")
+    assert out.index("REGISTER_UNARY_OP(abs, bfloat, bfloat);") < at < out.index("#define INSTANTIATE_UNARY_KERNELS2")
