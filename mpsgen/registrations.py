@@ -86,26 +86,42 @@ def required_calls(spec: OpSpec) -> list[BaseCall]:
 
 
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_PAREN = re.compile(r"[()]")
+_BRACKETS = re.compile(r"[()\[\]{}<>]")
+
+
+def close_paren(text: str, open_pos: int) -> int:
+    """Offset of the ``)`` closing the ``(`` at ``open_pos`` (-1 if none)."""
+    depth = 0
+    for m in _PAREN.finditer(text, open_pos):
+        if m.group() == "(":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return m.start()
+    return -1
 
 
 def parse_calls(body: str) -> list[tuple[str, list[str]]]:
-    """``A(x, y); B(z)`` -> [("A", ["x", "y"]), ("B", ["z"])] (top-level calls only)."""
+    """``A(x, y); B(z)`` -> [("A", ["x", "y"]), ("B", ["z"])] (top-level calls only).
+    Parentheses are matched and plain argument lists split by C-speed searches: ``check``
+    runs this over every macro body of a PyTorch-sized tree."""
     out = []
     pos = 0
     while True:
         m = _CALL.search(body, pos)
         if not m:
             return out
-        depth, j = 0, m.end() - 1
-        while j < len(body):
-            if body[j] == "(":
-                depth += 1
-            elif body[j] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        out.append((m.group(1), split_args(body[m.end() : j])))
+        j = close_paren(body, m.end() - 1)
+        if j < 0:
+            j = len(body)
+        inner = body[m.end() : j]
+        if _BRACKETS.search(inner):
+            args = split_args(inner)
+        else:
+            args = [a.strip() for a in inner.split(",")] if inner.strip() else []
+        out.append((m.group(1), args))
         pos = j + 1
 
 

@@ -30,7 +30,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.errors import BadInput
-from mpsgen.registrations import TORCH_DTYPES
+from mpsgen.registrations import TORCH_DTYPES, close_paren, parse_calls
 from mpsgen.tree import (
     COMMON_MPS,
     INDEXING_HEADER,
@@ -56,14 +56,11 @@ _UPPER_CALL0 = re.compile(r"\n([A-Z_][A-Z0-9_]*)[ \t]*(\()(?:([^()]*)\))?")
 # the same, for a file whose own uppercase macros cannot register: only REGISTER_* can
 _REGISTER_CALL0 = re.compile(r"\n(REGISTER_[A-Z0-9_]*)[ \t]*(\()(?:([^()]*)\))?")
 _UPPER_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
-_PAREN = re.compile(r"[()]")
-_CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 # in a reversed text: "(", blanks, and the (reversed) word before them
 _REVERSED_CALL = re.compile(r"\(\s*(\w+)")
 _REVERSED_RAW_CALL = re.compile(r"\([\s\\]*(\w+)")
 _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NOT_IDENT_START = re.compile(r"^[^A-Za-z_]+")
-_BRACKETS = re.compile(r"[()\[\]{}<>]")
 _REGISTER_DISPATCH = re.compile(r"REGISTER_DISPATCH[ \t]*\(")
 _IMPL = re.compile(r"TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)[ \t]*\)")
 _MPS_NAME = re.compile(r"mps\w*[ \t]*\(")
@@ -126,39 +123,6 @@ class Lines:
     def at_line_start(self, offset: int) -> bool:
         """Only blanks before ``offset`` on its line."""
         return not self.text[self.line_start(offset) : offset].strip()
-
-
-def close_paren(text: str, open_pos: int) -> int:
-    depth = 0
-    for m in _PAREN.finditer(text, open_pos):
-        if m.group() == "(":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.start()
-    return -1
-
-
-def parse_calls(body: str) -> list[tuple[str, list[str]]]:
-    """:func:`mpsgen.registrations.parse_calls` (same results), with the parentheses matched
-    and plain argument lists split by C-speed searches."""
-    out = []
-    pos = 0
-    while True:
-        m = _CALL.search(body, pos)
-        if not m:
-            return out
-        j = close_paren(body, m.end() - 1)
-        if j < 0:
-            j = len(body)
-        inner = body[m.end() : j]
-        if _BRACKETS.search(inner):
-            args = split_args(inner)
-        else:
-            args = [a.strip() for a in inner.split(",")] if inner.strip() else []
-        out.append((m.group(1), args))
-        pos = j + 1
 
 
 def _clean_body(raw: str) -> str:
