@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 
 from mpsgen.migrate import format_table, list_candidates, plan_migrate
-from mpsgen.practice import build_practice_tree
-from timing import median_ms, time_cli, time_it
+from timing import median_ms, real_practice_tree, time_cli, time_it
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.tree import PytorchTree
 
@@ -33,10 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root, real = build_practice_tree(Path(tmp) / "pytorch")
-        if not real:
-            raise SystemExit("install torch==2.13.0: the benchmark runs on its real files")
+    with real_practice_tree() as root:
         for spec in CASES:
             def dry_run(spec=spec):
                 changeset = plan_migrate(PytorchTree(root), spec)

@@ -12,12 +12,9 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
-import tempfile
-from pathlib import Path
 
 from mpsgen.newop import plan_new_op
-from mpsgen.practice import build_practice_tree
-from timing import median_ms, time_cli, time_it
+from timing import median_ms, real_practice_tree, time_cli, time_it
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.tree import COMMON_METHODS, NATIVE_FUNCTIONS, PytorchTree
 
@@ -33,10 +30,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--baseline-repeat", type=int, default=3)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root, real = build_practice_tree(Path(tmp) / "pytorch")
-        if not real:
-            raise SystemExit("install torch==2.13.0: the benchmark runs on its real files")
+    with real_practice_tree() as root:
         for spec in CASES:
             def dry_run(spec=spec):
                 changeset = plan_new_op(PytorchTree(root), spec)  # fresh tree: files read anew

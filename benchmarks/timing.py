@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Callable
 
 
@@ -27,3 +31,15 @@ def time_cli(args: list[str], repeat: int) -> list[float]:
 
 def median_ms(samples: list[float]) -> str:
     return f"median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})"
+
+
+@contextlib.contextmanager
+def real_practice_tree() -> Iterator[Path]:
+    """A practice tree holding the real torch 2.13 files, in a temporary folder."""
+    from mpsgen.practice import build_practice_tree
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root, real = build_practice_tree(Path(tmp) / "pytorch")
+        if not real:
+            raise SystemExit("install torch==2.13.0: the benchmark runs on its real files")
+        yield root
