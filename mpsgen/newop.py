@@ -97,7 +97,14 @@ def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
     return RowChoice(chosen, already)
 
 
-def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, changeset: Changeset | None) -> tuple[set[str], list[tuple[str, list[tuple[int, int]]]]]:
+@dataclass(frozen=True)
+class OpInfoTargets:
+    keys: set[str]  # common_mps keys that may name the op (OpInfo names, variants, aliases, guesses)
+    found: set[str]  # the op's OpInfo keys that exist in the OpInfo files
+    spans: list[tuple[str, list[tuple[int, int]]]]  # per OpInfo file, the entries to edit
+
+
+def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpInfoTargets:
     """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
     guesses = {spec.name}
     for e in table.of_op(spec.name):
@@ -108,6 +115,7 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, changes
         src = tree.read(rel)
         texts[rel] = src
     names: set[str] = set()
+    found: set[str] = set()  # OpInfo keys (name + variant) that exist
     keys: set[str] = set(guesses)
     spans: dict[str, list[tuple[int, int]]] = {}
     for rel, src in texts.items():
@@ -115,6 +123,7 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, changes
             continue
         for entry in find_op_entries(rel, src.text, spec.name, guesses):
             names.add(entry.name)
+            found.add(entry.name + entry.variant)
             keys.add(entry.name + entry.variant)
             keys.update(entry.aliases)
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
@@ -124,7 +133,7 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, changes
         for entry in find_ref_entries(rel, src.text, names):
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
     merged = [(rel, sorted(set(s))) for rel, s in spans.items()]
-    return keys, merged
+    return OpInfoTargets(keys, found, merged)
 
 
 def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> Changeset:
@@ -217,14 +226,17 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
     # -- tests: xfail lists and OpInfo decorators -----------------------------------------
     from mpsgen.edits import common_mps as common_mps_edit  # libcst: imported only when needed
 
-    keys, spans = opinfo_keys(tree, spec, table, changeset)
+    targets = opinfo_keys(tree, spec, table)
+    keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
     if common is not None:
-        new_common = common_mps_edit.remove_op_entries(common.text, keys, covered_torch_dtypes(spec))
+        complex_keys = targets.found if "complex" in spec.dtypes else set()
+        new_common = common_mps_edit.remove_op_entries(common.text, keys, covered_torch_dtypes(spec), complex_keys)
         if new_common != common.text:
             changeset.add(common, new_common)
-            changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}")
-    for rel, entry_spans in spans:
+            added = f"; {', '.join(sorted(complex_keys))} joins the complex-supporting ops" if complex_keys else ""
+            changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}{added}")
+    for rel, entry_spans in targets.spans:
         src = tree.read(rel)
         new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans)
         if new_text != src.text:

@@ -284,3 +284,12 @@ def test_demo_without_torch_uses_own_sample_files(run, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "mpsgen's own sample files only" in result.stderr
     assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
+
+
+def test_complex_op_is_marked_complex_supported(real_tree: Path, run):
+    result = run("new-op", "heaviside", "--binary", "--integer", "--complex", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    common = read(real_tree, COMMON_MPS)
+    start = common.index("SUPPORTED_COMPLEX_OPS = {")
+    assert '"heaviside",' in common[start : common.index("}", start)]
+    assert "REGISTER_BINARY_OP(heaviside, float2, float2);" in read(real_tree, BIN_METAL)

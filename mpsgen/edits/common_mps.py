@@ -35,6 +35,8 @@ class _Finder:
     def __init__(self) -> None:
         self.elements: list[_Element] = []
         self.dict_names: list[str] = []
+        # the set literal naming the ops tested with complex inputs (SUPPORTED_COMPLEX_OPS today)
+        self.complex_set: tuple[str, cst.Set] | None = None
 
     def walk(self, statements, inside: bool = False) -> None:
         for stmt in statements:
@@ -58,6 +60,10 @@ class _Finder:
                 orelse = getattr(orelse, "orelse", None)
 
     def _take(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name) and isinstance(value, cst.Set) and "COMPLEX" in target.value:
+            if self.complex_set is None:
+                self.complex_set = (target.value, value)
+            return
         if not isinstance(target, cst.Name) or not isinstance(value, cst.Dict):
             return
         name = target.value
@@ -94,9 +100,11 @@ def xfail_entries(text: str) -> tuple[list[str], list[XfailEntry]]:
     return finder.dict_names, entries
 
 
-def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str]) -> str:
-    """Drop entries for ``keys``; an entry naming dtypes outside ``covered_dtypes`` is cut down."""
-    if not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
+def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str], complex_keys: set[str] = frozenset()) -> str:
+    """Drop entries for ``keys``; an entry naming dtypes outside ``covered_dtypes`` is cut down.
+    ``complex_keys`` (OpInfo names of an op whose kernel now takes complex inputs) join the
+    set of complex-supporting ops, after its last element, where they are not there yet."""
+    if not complex_keys and not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
         return text  # fast path: nothing to look for
     finder, wrapper = _scan(text)
     module = wrapper.module
@@ -141,6 +149,20 @@ def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str]) -> st
         else:
             tail = len(text[e:]) - len(text[e:].lstrip(" "))
             cuts.append((s, e + tail, ""))
+    if complex_keys and finder.complex_set is not None:
+        _name, node = finder.complex_set
+        present = {e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)}
+        missing = sorted(complex_keys - present)
+        if missing and node.elements:
+            last = positions[node.elements[-1]]
+            line = lines[last.end.line - 1]
+            indent = line[: len(line) - len(line.lstrip())]
+            at = starts[last.end.line - 1] + len(line) + 1
+            quote = module.code_for_node(node.elements[-1].value)[0]
+            block = "".join(f"{indent}{quote}{k}{quote},\n" for k in missing)
+            if "\n" in text[off(positions[node].start) : off(positions[node].end)] and not line.rstrip().endswith(","):
+                cuts.append((starts[last.end.line - 1] + len(line.rstrip()), starts[last.end.line - 1] + len(line.rstrip()), ","))
+            cuts.append((at, at, block))
     if not cuts:
         return text
     out, last_end = [], 0

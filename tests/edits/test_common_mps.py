@@ -62,3 +62,19 @@ def test_entry_with_no_covered_dtype_stays(real):
 
 def test_unknown_key_is_a_no_op(real):
     assert remove_op_entries(real, {"no_such_op"}, FLOATS) == real
+
+
+def test_complex_op_joins_the_complex_set_read_from_the_file(real):
+    out = remove_op_entries(real, {"heaviside"}, FLOATS | {"torch.complex64"}, {"heaviside"})
+    changes = diff(real, out)
+    assert '-            "heaviside": None,' in changes and len(changes) == 2
+    assert '+            "heaviside",' in changes
+    tree = ast.parse(out)
+    complex_set = next(
+        node.value for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SUPPORTED_COMPLEX_OPS"
+    )
+    assert "heaviside" in {e.value for e in complex_set.elts}
+    # already there: nothing added twice
+    assert remove_op_entries(out, set(), FLOATS, {"heaviside"}) == out
+    assert remove_op_entries(real, set(), FLOATS, {"acosh"}) == real
