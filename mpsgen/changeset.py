@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -20,12 +19,52 @@ from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+def _lines(text: str) -> list[str]:
+    """Lines with their endings, split at "\\n" only (``str.splitlines`` would also split at
+    form feeds and other separators that C sources may hold inside a line)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _edit_script(a: list[str], b: list[str]) -> list[tuple[str, str]]:
+    """(" " | "-" | "+", line) for turning ``a`` into ``b``, with every run of pure
+    insertions or deletions slid down as far as the lines allow (as git does), so a block
+    added after a ``};`` reads as that block, not as its tail plus the previous one's."""
+    script: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            script += [(" ", x) for x in a[i1:i2]]
+        else:
+            script += [("-", x) for x in a[i1:i2]] + [("+", x) for x in b[j1:j2]]
+    i = 0
+    while i < len(script):
+        op = script[i][0]
+        if op == " ":
+            i += 1
+            continue
+        j = i
+        while j < len(script) and script[j][0] == op:
+            j += 1
+        pure = (i == 0 or script[i - 1][0] == " ") and (j == len(script) or script[j][0] == " ")
+        if pure and j < len(script) and script[j][1] == script[i][1]:
+            # the context line after the run equals its first line: the run moves down one
+            script[i], script[j] = (" ", script[i][1]), (op, script[j][1])
+            i += 1
+        else:
+            i = j
+    return script
+
+
+def _range(start: int, length: int) -> str:
+    """A unified-diff range from a 0-based start ("after line N" when empty)."""
+    if length == 1:
+        return f"{start + 1}"
+    return f"{start if length == 0 else start + 1},{length}"
 
 
 def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int = 3) -> list[str]:
-    """difflib's unified diff, computed only between the common head and tail of the two
-    files (the 1.4 MB OpInfo file costs milliseconds instead of a quarter second)."""
+    """A unified diff computed only between the common head and tail of the two files (the
+    1.4 MB OpInfo file costs milliseconds), with insertions placed as git places them."""
     head = 0
     limit = min(len(old), len(new))
     while head < limit and old[head] == new[head]:
@@ -33,15 +72,38 @@ def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int =
     tail = 0
     while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
+    if head == len(old) == len(new):
+        return []
     start = max(0, head - context)
-    o_end, n_end = len(old) - max(0, tail - context), len(new) - max(0, tail - context)
-    lines = list(difflib.unified_diff(old[start:o_end], new[start:n_end], a, b, n=context))
-
-    def shift(m: re.Match) -> str:
-        # line numbers in the slice, shifted back to the file (empty ranges too: "after line N")
-        return f"@@ -{int(m.group(1)) + start}{m.group(2) or ''} +{int(m.group(3)) + start}{m.group(4) or ''} @@"
-
-    return [_HUNK.sub(shift, line) if line.startswith("@@") else line for line in lines]
+    script = [(" ", x) for x in old[start:head]]
+    script += _edit_script(old[head : len(old) - tail], new[head : len(new) - tail])
+    script += [(" ", x) for x in old[len(old) - tail : len(old) - tail + context]]
+    changes = [k for k, (op, _) in enumerate(script) if op != " "]
+    if not changes:
+        return []
+    out = [f"--- {a}\n", f"+++ {b}\n"]
+    # group changes whose gap leaves no more than 2 * context lines of context between them
+    groups, first = [], changes[0]
+    for prev, cur in zip(changes, changes[1:]):
+        if cur - prev - 1 > 2 * context:
+            groups.append((first, prev))
+            first = cur
+    groups.append((first, changes[-1]))
+    # line numbers (0-based) in old/new at each script position
+    a_no, b_no, a_at, b_at = start, start, [], []
+    for op, _ in script:
+        a_at.append(a_no)
+        b_at.append(b_no)
+        a_no += op != "+"
+        b_no += op != "-"
+    for g_first, g_last in groups:
+        lo, hi = max(0, g_first - context), min(len(script), g_last + context + 1)
+        chunk = script[lo:hi]
+        a_len = sum(op != "+" for op, _ in chunk)
+        b_len = sum(op != "-" for op, _ in chunk)
+        out.append(f"@@ -{_range(a_at[lo], a_len)} +{_range(b_at[lo], b_len)} @@\n")
+        out += [op + line for op, line in chunk]
+    return out
 
 
 @dataclass(frozen=True)
@@ -96,8 +158,8 @@ class Changeset:
         """A unified diff, ``git apply``-able at the tree root."""
         chunks = []
         for e in sorted(self.changed, key=lambda e: e.relpath):
-            old = e.source.raw.decode("utf-8").splitlines(keepends=True)
-            new = e.new_bytes.decode("utf-8").splitlines(keepends=True)
+            old = _lines(e.source.raw.decode("utf-8"))
+            new = _lines(e.new_bytes.decode("utf-8"))
             body = _unified_diff(old, new, f"a/{e.relpath}", f"b/{e.relpath}")
             if not body:
                 continue
