@@ -31,7 +31,7 @@ def _edit_script(a: list[str], b: list[str]) -> list[tuple[str, str]]:
     insertions or deletions slid down as far as the lines allow (as git does), so a block
     added after a ``};`` reads as that block, not as its tail plus the previous one's."""
     script: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if tag == "equal":
             script += [(" ", x) for x in a[i1:i2]]
         else:
@@ -62,9 +62,58 @@ def _range(start: int, length: int) -> str:
     return f"{start if length == 0 else start + 1},{length}"
 
 
+_KEEP = 50  # unchanged lines kept beside a change: room for context and for sliding
+
+
+def _regions(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """Slices (a_lo, a_hi, b_lo, b_hi) holding the changes, cut at long unchanged runs, so
+    the line-by-line work stays proportional to what changed, not to the file."""
+    regions = []
+    a_lo = b_lo = 0
+    changed = False
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if tag != "equal":
+            changed = True
+        elif i2 - i1 > 2 * _KEEP:
+            if changed:
+                regions.append((a_lo, i1 + _KEEP, b_lo, j1 + _KEEP))
+            a_lo, b_lo, changed = i2 - _KEEP, j2 - _KEEP, False
+    if changed:
+        regions.append((a_lo, len(a), b_lo, len(b)))
+    return regions
+
+
+def _hunks(script: list[tuple[str, str]], a_base: int, b_base: int, context: int) -> list[str]:
+    changes = [k for k, (op, _) in enumerate(script) if op != " "]
+    if not changes:
+        return []
+    groups, first = [], changes[0]
+    for prev, cur in zip(changes, changes[1:]):
+        if cur - prev - 1 > 2 * context:
+            groups.append((first, prev))
+            first = cur
+    groups.append((first, changes[-1]))
+    a_at, b_at, a_no, b_no = [], [], a_base, b_base
+    for op, _ in script:
+        a_at.append(a_no)
+        b_at.append(b_no)
+        a_no += op != "+"
+        b_no += op != "-"
+    out = []
+    for g_first, g_last in groups:
+        lo, hi = max(0, g_first - context), min(len(script), g_last + context + 1)
+        chunk = script[lo:hi]
+        a_len = sum(op != "+" for op, _ in chunk)
+        b_len = sum(op != "-" for op, _ in chunk)
+        out.append(f"@@ -{_range(a_at[lo], a_len)} +{_range(b_at[lo], b_len)} @@\n")
+        out += [op + line for op, line in chunk]
+    return out
+
+
 def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int = 3) -> list[str]:
-    """A unified diff computed only between the common head and tail of the two files (the
-    1.4 MB OpInfo file costs milliseconds), with insertions placed as git places them."""
+    """A unified diff computed only between the common head and tail of the two files and,
+    inside that, only around the changes (the 1.4 MB OpInfo file costs milliseconds), with
+    insertions placed as git places them."""
     head = 0
     limit = min(len(old), len(new))
     while head < limit and old[head] == new[head]:
@@ -75,35 +124,13 @@ def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int =
     if head == len(old) == len(new):
         return []
     start = max(0, head - context)
-    script = [(" ", x) for x in old[start:head]]
-    script += _edit_script(old[head : len(old) - tail], new[head : len(new) - tail])
-    script += [(" ", x) for x in old[len(old) - tail : len(old) - tail + context]]
-    changes = [k for k, (op, _) in enumerate(script) if op != " "]
-    if not changes:
-        return []
+    a_mid = old[start : len(old) - tail + min(tail, _KEEP)]
+    b_mid = new[start : len(new) - tail + min(tail, _KEEP)]
     out = [f"--- {a}\n", f"+++ {b}\n"]
-    # group changes whose gap leaves no more than 2 * context lines of context between them
-    groups, first = [], changes[0]
-    for prev, cur in zip(changes, changes[1:]):
-        if cur - prev - 1 > 2 * context:
-            groups.append((first, prev))
-            first = cur
-    groups.append((first, changes[-1]))
-    # line numbers (0-based) in old/new at each script position
-    a_no, b_no, a_at, b_at = start, start, [], []
-    for op, _ in script:
-        a_at.append(a_no)
-        b_at.append(b_no)
-        a_no += op != "+"
-        b_no += op != "-"
-    for g_first, g_last in groups:
-        lo, hi = max(0, g_first - context), min(len(script), g_last + context + 1)
-        chunk = script[lo:hi]
-        a_len = sum(op != "+" for op, _ in chunk)
-        b_len = sum(op != "-" for op, _ in chunk)
-        out.append(f"@@ -{_range(a_at[lo], a_len)} +{_range(b_at[lo], b_len)} @@\n")
-        out += [op + line for op, line in chunk]
-    return out
+    for a_lo, a_hi, b_lo, b_hi in _regions(a_mid, b_mid):
+        script = _edit_script(a_mid[a_lo:a_hi], b_mid[b_lo:b_hi])
+        out += _hunks(script, start + a_lo, start + b_lo, context)
+    return out if len(out) > 2 else []
 
 
 @dataclass(frozen=True)
