@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from enum import Enum
@@ -128,18 +129,16 @@ def build_spec(
             raise BadInput(f"--spec {spec_file} describes {spec.name!r}, not {op!r}.")
         if chosen and chosen[0] != spec.kind:
             raise BadInput(f"--{chosen[0]} contradicts the spec's kind {spec.kind!r} ({spec_file}).")
+        extra: dict[str, object] = {}
         if groups:
-            spec = OpSpec(**{**spec.__dict__, "dtypes": spec.dtypes + tuple(groups)})
-        extra = {}
+            extra["dtypes"] = spec.dtypes + tuple(groups)
         if stub:
             extra["stub"] = stub
         if rows:
             extra["rows"] = tuple(rows)
         if expr is not None:
             extra["functor"] = FunctorSource(expr=expr, origin="--expr")
-        if extra:
-            spec = OpSpec(**{**spec.__dict__, **extra})
-        return spec
+        return dataclasses.replace(spec, **extra)
 
     if not chosen:
         raise BadInput(f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary).")

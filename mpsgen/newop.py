@@ -153,8 +153,10 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
             changeset.add(yaml_src, yaml_edit.add_mps_to_rows(yaml_src.text, rows, table))
             changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}")
         already_on_metal = not rows
+        already_mps = choice.already_mps
     else:
         already_on_metal = False
+        already_mps = []
 
     # -- the Metal kernel ------------------------------------------------------------------
     metal_src = tree.read(metal_rel, what="Metal kernel file")
@@ -215,7 +217,7 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
     if already_on_metal and changeset.empty:
         return changeset  # nothing to do
     if already_on_metal:
-        e = choose_rows(spec, table).already_mps
+        e = already_mps
         where = f"{NATIVE_FUNCTIONS}:{e[0].shared_entry.line}" if e else NATIVE_FUNCTIONS
         raise Refused(
             f"{spec.name} is already on Metal ({where}) but this tree lacks parts of it; mpsgen will not mix "

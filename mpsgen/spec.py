@@ -7,7 +7,7 @@ Loading reports every problem with ``file:line:col``; a loaded ``OpSpec`` is val
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -15,7 +15,6 @@ import yaml
 from mpsgen.errors import BadInput, Location, SpecErrors
 
 KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
-NEW_OP_KINDS = KINDS
 
 # Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
 DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath")
@@ -34,10 +33,6 @@ _CXX_KEYWORDS = frozenset(
     thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
     wchar_t while xor xor_eq kernel device constant threadgroup half bfloat""".split()
 )
-
-
-def is_c_identifier(name: str) -> bool:
-    return bool(_C_IDENT.match(name)) and name not in _CXX_KEYWORDS
 
 
 @dataclass(frozen=True)
@@ -93,9 +88,6 @@ class OpSpec:
     def base_kind(self) -> str:
         """"unary", "binary" or "ternary": which kernel file and exec_*_kernel."""
         return self.kind.split("_")[0]
-
-    def with_functor(self, functor: FunctorSource) -> OpSpec:
-        return replace(self, functor=functor)
 
 
 def check_name(name: str, where: str) -> str | None:

@@ -97,11 +97,6 @@ def _conventions(lines: list[str], dispatch_lines: list[int]) -> tuple[bool, boo
     return amp >= 0, semi >= 0
 
 
-def has_registration(text: str, addition: KernelAddition) -> bool:
-    source = scan_mm(text)
-    return any(d.stub == addition.stub for d in source.dispatches)
-
-
 def add_kernel(text: str, addition: KernelAddition) -> str:
     source = scan_mm(text)
     if any(d.stub == addition.stub for d in source.dispatches):

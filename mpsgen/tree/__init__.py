@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mpsgen.errors import BadInput, Location
+from mpsgen.errors import BadInput
 from mpsgen.tree.source import SourceFile
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
@@ -123,6 +123,3 @@ class PytorchTree:
     def opinfo_files(self) -> list[str]:
         files = [COMMON_METHODS] if self.exists(COMMON_METHODS) else []
         return files + self.list_files(OPINFO_DEFINITIONS, (".py",))
-
-    def location(self, relpath: str, line: int = 0, col: int = 0) -> Location:
-        return Location(relpath, line, col)

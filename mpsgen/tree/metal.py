@@ -141,6 +141,3 @@ def scan_metal(text: str) -> MetalSource:
         )
     return MetalSource(macros, functors, tuple(calls), len(lines))
 
-
-def defined_macros(text: str) -> dict[str, MacroDef]:
-    return scan_metal(text).macros

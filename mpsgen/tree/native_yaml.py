@@ -62,10 +62,6 @@ class NativeFunction:
                 return d
         return None
 
-    @property
-    def has_cpu_or_cuda(self) -> bool:
-        return any("CPU" in d.keys or "CUDA" in d.keys for d in self.dispatch)
-
 
 @dataclass(frozen=True)
 class NativeFunctions:

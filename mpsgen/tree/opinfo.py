@@ -28,9 +28,6 @@ class OpInfoEntry:
     variant: str
     aliases: tuple[str, ...]
 
-    @property
-    def is_ref(self) -> bool:
-        return self.name.startswith("_refs.")
 
 
 def python_close(text: str, open_pos: int) -> int:

@@ -7,7 +7,6 @@ with CRLF, so bytes outside the touched lines stay identical.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
@@ -45,9 +44,6 @@ class SourceFile:
             text = text.replace("\n", "\r\n")
         return text.encode("utf-8")
 
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.raw).hexdigest()
 
 
 def mask_c_comments_and_strings(text: str) -> str:
