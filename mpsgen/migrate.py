@@ -137,7 +137,7 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
     first = on_shared[0]
     where = f"{NATIVE_FUNCTIONS}:{first.shared_entry.line}"  # type: ignore[union-attr]
     try:  # what new-op's Metal, host and test edits would still do here
-        check = plan_new_op(tree, spec, yaml_mode="migrate")
+        check = plan_new_op(tree, spec, yaml_mode="migrate", table=table)
     except Refused:
         check = None
     if check is not None and check.empty:
@@ -214,7 +214,7 @@ def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> C
         )
 
     # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
-    changeset = plan_new_op(tree, spec, yaml_mode="migrate")
+    changeset = plan_new_op(tree, spec, yaml_mode="migrate", table=table)
 
     # -- native_functions.yaml ------------------------------------------------------------
     rows = [r.name for r in movable]

@@ -136,7 +136,10 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpIn
     return OpInfoTargets(keys, found, merged)
 
 
-def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> Changeset:
+def plan_new_op(
+    tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add", table: NativeFunctions | None = None
+) -> Changeset:
+    """``table``: native_functions.yaml already scanned, when the caller has it."""
     changeset = Changeset(tree)
     metal_rel = spec.files.get("metal") or DEFAULT_METAL[spec.base_kind]
     mm_rel = spec.files.get("mm") or DEFAULT_MM[spec.base_kind]
@@ -145,7 +148,8 @@ def plan_new_op(tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add") -> C
 
     # -- native_functions.yaml ---------------------------------------------------------------
     yaml_src = tree.read(NATIVE_FUNCTIONS)
-    table = scan_native_functions(yaml_src.text)
+    if table is None:
+        table = scan_native_functions(yaml_src.text)
     if yaml_mode == "add":
         choice = choose_rows(spec, table)
         rows = [e.name for e in choice.rows]
