@@ -157,6 +157,10 @@ class Changeset:
     edits: list[FileEdit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was decided, for the user
     warnings: list[str] = field(default_factory=list)
+    # problems that mean the result would not build, link or dispatch: the CLI refuses to
+    # write (exit 1) unless --force
+    blockers: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # test-list entries deliberately left, and why
 
     def add(self, source: SourceFile, new_text: str) -> None:
         for i, e in enumerate(self.edits):

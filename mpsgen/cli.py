@@ -51,7 +51,7 @@ ComplexOpt = typer.Option(False, "--complex", help="complex64/complex32 (float2/
 OpmathOpt = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)")
 ExprOpt = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b")
 FunctorFileOpt = typer.Option(None, "--functor-file", help="file with the functor's struct body")
-StubOpt = typer.Option(None, "--stub", help="dispatch stub name (default <op>_stub)")
+StubOpt = typer.Option(None, "--stub", help="dispatch stub name (default: the stub the row's CPU/CUDA kernel calls)")
 DryRunOpt = typer.Option(False, "--dry-run", help="print the diff, write nothing")
 PatchOpt = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing")
 StrictOpt = typer.Option(False, "--strict", help="exit 1 when there is nothing to do")
@@ -76,15 +76,38 @@ def print_diff(diff: str) -> None:
         out.print(Text(line, style=style or ""))
 
 
-def report(changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str) -> None:
+ForceOpt = typer.Option(
+    False, "--force", help="write even when the result would not build, link or dispatch (the problems are still printed)"
+)
+
+
+def report(
+    changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str, force: bool = False
+) -> None:
     for w in changeset.warnings:
         err.print(Text("warning: ", style="bold yellow") + Text(w))
+    for k in changeset.kept:
+        err.print(Text("kept: ", style="bold") + Text(k))
+    blocked = bool(changeset.blockers) and not changeset.empty
+    for b in changeset.blockers:
+        label = "problem (--force): " if force else "error: "
+        err.print(Text(label, style="bold red") + Text(b))
+    if blocked and not force and not dry_run:
+        err.print(
+            "refused: the change above would not build, link or dispatch; nothing written. Fix the cause, "
+            "or pass --force to write it anyway."
+        )
+        raise typer.Exit(1)
     if changeset.empty:
         err.print(f"nothing to do: {op} is already in place in {changeset.tree.root}.")
         raise typer.Exit(1 if strict else 0)
     if dry_run:
         print_diff(changeset.diff())
+        for note in changeset.notes:
+            err.print(f"  {note}", markup=False)
         err.print(f"dry run: {len(changeset.changed)} file(s) would change; nothing written.")
+        if blocked and not force:
+            raise typer.Exit(1)
         return
     if patch is not None:
         changeset.write_patch(patch)
@@ -191,6 +214,7 @@ def new_op(
     dry_run: bool = DryRunOpt,
     patch: Optional[Path] = PatchOpt,
     strict: bool = StrictOpt,
+    force: bool = ForceOpt,
 ) -> None:
     """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests."""
     from mpsgen.newop import plan_new_op
@@ -201,7 +225,7 @@ def new_op(
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
         changeset = plan_new_op(tree, spec)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
     except MpsgenError as exc:
         fail(exc)
 
@@ -278,6 +302,10 @@ def migrate_from_mpsgraph(
     dry_run: bool = DryRunOpt,
     patch: Optional[Path] = PatchOpt,
     strict: bool = StrictOpt,
+    force: bool = ForceOpt,
+    allow_dtype_loss: bool = typer.Option(
+        False, "--allow-dtype-loss", help="migrate even if the Metal kernel serves fewer dtypes than MPSGraph did"
+    ),
 ) -> None:
     """Move an op from its MPSGraph kernel onto a Metal one: new-op's edits, the yaml rows, and
     the MPSGraph code removed. `--list` shows the candidates of the tree."""
@@ -323,8 +351,8 @@ def migrate_from_mpsgraph(
             spec_file = shipped
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
-        changeset = plan_migrate(tree, spec, partial=partial)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op)
+        changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
     except MpsgenError as exc:
         fail(exc)
 

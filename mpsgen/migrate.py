@@ -22,6 +22,8 @@ from mpsgen.render import resource_dir
 from mpsgen.spec import OpSpec
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.mm import MPSGraphImpl, scan_mm
+from mpsgen.tree.schema import guess_kind, shape_problem
+from mpsgen.tree.schema import schema_args as _args
 from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, scan_native_functions
 
 # ---------------------------------------------------------------------------------------------
@@ -137,7 +139,8 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
     first = on_shared[0]
     where = f"{NATIVE_FUNCTIONS}:{first.shared_entry.line}"  # type: ignore[union-attr]
     try:  # what new-op's Metal, host and test edits would still do here
-        check = plan_new_op(tree, spec, yaml_mode="migrate", table=table)
+        fitting = [e for e in on_shared if shape_problem(e.func, spec.kind) is None]
+        check = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=fitting)
     except Refused:
         check = None
     if check is not None and check.empty:
@@ -152,7 +155,9 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
     )
 
 
-def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> Changeset:
+def plan_migrate(
+    tree: PytorchTree, spec: OpSpec, *, partial: bool = False, allow_dtype_loss: bool = False
+) -> Changeset:
     yaml_src = tree.read(NATIVE_FUNCTIONS)
     table = scan_native_functions(yaml_src.text)
     of_op = table.of_op(spec.name)
@@ -178,6 +183,13 @@ def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> C
         legacy = picked
     if not legacy:
         return _already_on_metal(tree, spec, table, of_op)
+    # a row whose schema does not fit the kernel's kind cannot be served by it
+    legacy = [
+        LegacyRow(r.entry, r.mps, f"its schema does not fit a `{spec.kind}` kernel: {why}")
+        if r.problem is None and (why := shape_problem(r.entry.func, spec.kind))
+        else r
+        for r in legacy
+    ]
 
     blocked = [r for r in legacy if not r.migratable]
     movable = [r for r in legacy if r.migratable]
@@ -214,7 +226,7 @@ def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> C
         )
 
     # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
-    changeset = plan_new_op(tree, spec, yaml_mode="migrate", table=table)
+    changeset = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=[r.entry for r in movable])
 
     # -- native_functions.yaml ------------------------------------------------------------
     rows = [r.name for r in movable]
@@ -258,58 +270,6 @@ def plan_migrate(tree: PytorchTree, spec: OpSpec, *, partial: bool = False) -> C
 
 # ---------------------------------------------------------------------------------------------
 # Candidates (--list)
-
-_ARG_SPLIT = re.compile(r",\s*(?![^\[]*\])")
-
-
-def _args(func: str) -> list[tuple[str, str]]:
-    """(type, name) of a schema's inputs: keyword-only ``Tensor(a!)`` out arguments are left
-    out, an in-place ``Tensor(a!) self`` counts as a plain ``Tensor``."""
-    end = func.index("->") if "->" in func else len(func)
-    inner = func[func.index("(") + 1 : func.rindex(")", 0, end)]
-    out = []
-    keyword_only = False
-    for raw in _ARG_SPLIT.split(inner):
-        raw = raw.strip()
-        if raw == "*":
-            keyword_only = True
-            continue
-        raw = raw.split("=", 1)[0].strip()
-        if " " not in raw:
-            continue
-        typ, name = raw.rsplit(" ", 1)
-        if "!" in typ:
-            if keyword_only:
-                continue
-            typ = re.sub(r"\(\w+!\)", "", typ)
-        out.append((typ, name))
-    return out
-
-
-# a Scalar-like parameter of an elementwise op (torch passes it to the stub as a Scalar/double)
-_SCALAR_LIKE = {"Scalar", "Scalar?", "float", "float?", "int", "int?", "bool"}
-
-
-def guess_kind(func: str) -> str:
-    """unary / unary_alpha / binary / binary_alpha / ternary / other, from a schema."""
-    args = _args(func)
-    tensors = [n for t, n in args if t == "Tensor"]
-    scalars = [n for t, n in args if t in _SCALAR_LIKE]
-    if len(tensors) + len(scalars) != len(args) or not args or args[0][0] != "Tensor":
-        return "other"
-    n, s = len(tensors), len(scalars)
-    if n == 1 and s == 0:
-        return "unary"
-    if n == 1 and s == 1:
-        return "unary_alpha"
-    if n == 2 and s == 0:
-        return "binary"
-    if n == 2 and s == 1:
-        return "binary_alpha"
-    if n == 3 and s <= 1:
-        return "ternary"
-    return "other"
-
 
 _REDUCING = {"dim", "dims", "reduction", "keepdim"}
 _INHERITS = re.compile(r"^  structured_inherits:\s*TensorIteratorBase", re.M)

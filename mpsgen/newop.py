@@ -22,7 +22,8 @@ from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
 from mpsgen.tree.opinfo import find_op_entries, find_ref_entries
-from mpsgen.tree.stubs import declared_stubs
+from mpsgen.tree.resolver import StubResolver, host_kernel
+from mpsgen.tree.schema import shape_problem
 
 _PARAMS = {1: ["x"], 2: ["a", "b"], 3: ["a", "b", "c"]}
 
@@ -61,6 +62,13 @@ def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
         close = difflib.get_close_matches(spec.name, names, n=3)
         hint = f"Did you mean {', '.join(close)}?" if close else "Check the op's aten name (the part before '(' in `- func:`)."
         raise Refused(f"op {spec.name!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
+    if not any(host_kernel(e) for e in of_op):
+        e = of_op[0]
+        raise Refused(
+            f"{spec.name} has no CPU/CUDA kernel in {NATIVE_FUNCTIONS} (row {e.name} at line {e.start_line}): it is "
+            "composite, so it already runs on MPS through the ops it is made of; there is no kernel to add.",
+            hint="Add Metal kernels to the ops it calls instead, or dispatch it explicitly in the yaml by hand.",
+        )
     by_name = {e.name: e for e in of_op}
     already = [e for e in of_op if e.shared_entry is not None and e.shared_entry.has_mps]
     if spec.rows is not None:
@@ -95,6 +103,60 @@ def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
             hint=f"Use `mpsgen migrate-from-mpsgraph {spec.name}` to move it onto a Metal kernel.",
         )
     return RowChoice(chosen, already)
+
+
+def check_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
+    """Refuse rows whose schema does not fit the spec's kind (one line each)."""
+    problems = [(e, why) for e in rows if (why := shape_problem(e.func, spec.kind))]
+    if problems:
+        listed = "; ".join(f"row {e.name} ({NATIVE_FUNCTIONS}:{e.start_line}): {why}" for e, why in problems)
+        raise Refused(
+            f"{spec.name} does not fit a `{spec.kind}` kernel: {listed}.",
+            hint="Pick the kind that matches the schema (--unary, --binary, --kind ...), or the rows that fit with --row.",
+        )
+
+
+def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver) -> tuple[str, list[str], list[str]]:
+    """(stub, notes, blockers): the stub the rows' CPU/CUDA kernel runs, read from the tree.
+    Refuses when it cannot be known, belongs to another op, or differs between rows."""
+    resolutions = [resolver.resolve(e) for e in rows if host_kernel(e)]
+    notes = [f"dispatch stub: {r.describe()}" for r in resolutions if r.stub]
+    if spec.stub:
+        blockers = []
+        if spec.stub not in resolver.stubs:
+            blockers.append(
+                f"--stub {spec.stub}: no DECLARE_DISPATCH(..., {spec.stub}) under aten/src/ATen/native/; "
+                "REGISTER_DISPATCH would not link."
+            )
+        for r in resolutions:
+            if r.stub and r.stub != spec.stub:
+                notes.append(f"row {r.row} runs {r.stub}, not the stub given ({spec.stub}); kept the stub given.")
+        return spec.stub, notes, blockers
+    unknown = [r for r in resolutions if r.stub is None]
+    if unknown:
+        near = resolver.near(spec.name)
+        raise Refused(
+            f"cannot tell which dispatch stub {spec.name} runs: " + "; ".join(f"{r.row}: {r.describe()}" for r in unknown) + ".",
+            hint=(f"Declared stubs with similar names: {', '.join(near)}. " if near else "")
+            + "Pass --stub NAME (or `stub:` in the spec) with the stub its CPU/CUDA kernel calls.",
+        )
+    foreign = [r for r in resolutions if r.foreign]
+    if foreign:
+        r = foreign[0]
+        raise Refused(
+            f"row {r.row} of {spec.name} runs another op's stub: {r.describe()}. A Metal kernel registered for "
+            f"{spec.name}_stub would never be called, and one for {r.stub} serves that other op too.",
+            hint=f"Name the stub to register with --stub (or `stub:` in the spec) once you know it is what you want.",
+        )
+    stubs = list(dict.fromkeys(r.stub for r in resolutions))
+    if len(stubs) > 1:
+        raise Refused(
+            f"the rows of {spec.name} run different stubs: " + "; ".join(f"{r.row} -> {r.stub}" for r in resolutions) + ".",
+            hint="Migrate or add one stub at a time: pick its rows with --row (or `rows:` in the spec) and --stub.",
+        )
+    if not stubs:
+        return f"{spec.name}_stub", notes, []
+    return stubs[0], notes, []
 
 
 @dataclass(frozen=True)
@@ -137,9 +199,15 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpIn
 
 
 def plan_new_op(
-    tree: PytorchTree, spec: OpSpec, *, yaml_mode: str = "add", table: NativeFunctions | None = None
+    tree: PytorchTree,
+    spec: OpSpec,
+    *,
+    yaml_mode: str = "add",
+    table: NativeFunctions | None = None,
+    rows: list[NativeFunction] | None = None,
 ) -> Changeset:
-    """``table``: native_functions.yaml already scanned, when the caller has it."""
+    """``table``: native_functions.yaml already scanned, when the caller has it. ``rows``: with
+    ``yaml_mode="migrate"``, the rows the kernel will serve (their stub is the one registered)."""
     changeset = Changeset(tree)
     metal_rel = spec.files.get("metal") or DEFAULT_METAL[spec.base_kind]
     mm_rel = spec.files.get("mm") or DEFAULT_MM[spec.base_kind]
@@ -158,9 +226,16 @@ def plan_new_op(
             changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}")
         already_on_metal = not rows
         already_mps = choice.already_mps
+        served = choice.rows or choice.already_mps
     else:
         already_on_metal = False
         already_mps = []
+        served = rows or []
+    check_shapes(spec, served)
+    resolver = StubResolver.for_tree(tree)
+    stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
+    changeset.notes.extend(stub_notes)
+    changeset.blockers.extend(stub_blockers)
 
     # -- the Metal kernel ------------------------------------------------------------------
     metal_src = tree.read(metal_rel, what="Metal kernel file")
@@ -191,7 +266,7 @@ def plan_new_op(
         regs += [f"{b}: {line}" for b, line in registrations.bulk_lines]
         changeset.notes.append(f"{metal_rel}: " + ("functor, " if functor_text else "") + " ".join(regs))
     if functor_text and spec.functor.is_scaffold:
-        changeset.warnings.append(
+        changeset.blockers.append(
             f"no functor source for {spec.name}: wrote a scaffold that fails to compile on purpose. "
             f"Give --expr, --functor-file or a spec in specs/{spec.name}.yaml."
         )
@@ -200,23 +275,17 @@ def plan_new_op(
     mm_src = tree.read(mm_rel, what="host kernel file")
     mm = scan_mm(mm_src.text)
     helper = None
-    if not spec.has_alpha and spec.stub == f"{spec.name}_stub":
+    if not spec.has_alpha and stub == f"{spec.name}_stub":
         for h in mm.helper_macros.values():
             if h.kind == spec.base_kind:
                 helper = h.name
                 break
-    addition = mm_edit.KernelAddition(spec.kernel, spec.stub, spec.base_kind, spec.has_alpha, helper)
+    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper)
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
     if new_mm != mm_src.text:
         changeset.add(mm_src, new_mm)
         how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.kernel)} + REGISTER_DISPATCH"
-        changeset.notes.append(f"{mm_rel}: {how} for {spec.stub}")
-    stubs = declared_stubs(tree)
-    if spec.stub not in stubs:
-        changeset.warnings.append(
-            f"no DECLARE_DISPATCH(..., {spec.stub}) under aten/src/ATen/native/: REGISTER_DISPATCH will not link "
-            "until the stub is declared (and DEFINE_DISPATCH'd), or pass --stub with the real name."
-        )
+        changeset.notes.append(f"{mm_rel}: {how} for {stub}")
 
     if already_on_metal and changeset.empty:
         return changeset  # nothing to do

@@ -54,7 +54,7 @@ class OpSpec:
     kind: str
     functor: FunctorSource = field(default_factory=FunctorSource)
     dtypes: tuple[str, ...] = ("float",)
-    stub: str = ""
+    stub: str = ""  # "": the stub the rows' CPU/CUDA kernel calls (tree.resolver)
     rows: tuple[str, ...] | None = None  # None: every row with a CPU/CUDA kernel and no MPS one
     files: dict[str, str] = field(default_factory=dict)
     alpha_type: str | None = None  # metal type of the Scalar parameter for *_alpha kinds
@@ -63,8 +63,6 @@ class OpSpec:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise BadInput(f"unknown op kind {self.kind!r}; use --unary, --binary or --kind {'|'.join(KINDS[2:])}.")
-        if not self.stub:
-            object.__setattr__(self, "stub", f"{self.name}_stub")
         groups = tuple(dict.fromkeys(("float",) + tuple(self.dtypes)))
         object.__setattr__(self, "dtypes", groups)
 

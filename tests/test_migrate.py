@@ -134,9 +134,19 @@ def test_sigmoid_backward_block_form(real_tree: Path, run):
     assert "REGISTER_DISPATCH(sigmoid_backward_stub, &sigmoid_backward_mps_kernel)" in host
 
 
-def test_sub_binary_alpha(real_tree: Path, run):
+def test_sub_runs_add_stub_so_it_is_refused_unless_the_stub_is_named(real_tree: Path, run):
+    before = snapshot(real_tree)
     res = run("migrate-from-mpsgraph", "sub", "--root", real_tree)  # specs/sub.yaml
+    assert res.exit_code == 1
+    assert "sub_out (aten/src/ATen/native/BinaryOps.cpp:" in res.output and "calls add_stub" in res.output
+    assert "another op's stub" in res.output and "--stub" in res.output
+    assert snapshot(real_tree) == before
+
+
+def test_sub_binary_alpha(real_tree: Path, run):
+    res = run("migrate-from-mpsgraph", "sub", "--stub", "sub_stub", "--root", real_tree)  # specs/sub.yaml
     assert res.exit_code == 0, res.output
+    assert "row sub.out runs add_stub, not the stub given (sub_stub)" in res.output
     metal = read(real_tree, BINARY_METAL)
     assert "struct sub_alpha_functor {" in metal
     assert "inline T operator()(const T a, const T b, const T alpha) {" in metal
@@ -157,13 +167,19 @@ def test_sub_binary_alpha(real_tree: Path, run):
 
 
 def test_pow_two_rows_two_forms_and_the_macro_with_its_last_instance(real_tree: Path, run):
-    res = run("migrate-from-mpsgraph", "pow", "--binary", "--int2float", "--expr", "::metal::pow(a, b)", "--root", real_tree)
+    args = ("migrate-from-mpsgraph", "pow", "--binary", "--int2float", "--expr", "::metal::pow(a, b)", "--root", real_tree)
+    refused = run(*args)  # pow.Scalar_out takes a Scalar self: not a two-tensor kernel's row
+    assert refused.exit_code == 1 and "pow.Scalar_out" in refused.output and "1 tensor and 1 scalar" in refused.output
+    res = run(*args, "--partial")
     assert res.exit_code == 0, res.output
+    assert "pow_Tensor_Tensor_out (aten/src/ATen/native/Pow.cpp:" in res.output and "calls pow_tensor_tensor_stub" in res.output
     text = read(real_tree, YAML)
-    assert "    CPU, CUDA, MPS: pow_Tensor_Tensor_out\n" in text and "    CPU, CUDA, MPS: pow_Scalar_out\n" in text
-    assert "pow_tensor_tensor_out_mps" not in text and "pow_Scalar_out_mps" not in text
+    assert "    CPU, CUDA, MPS: pow_Tensor_Tensor_out\n" in text and "    MPS: pow_Scalar_out_mps\n" in text
+    assert "pow_tensor_tensor_out_mps" not in text
     ops = read(real_tree, f"{OPS}/BinaryOps.mm")
-    assert "pow" not in ops and "CREATE_MPS_STRUCTURED_BINARY_OP_FUNC" not in ops
+    assert "pow_tensor_tensor_out_mps" not in ops and "Tensor& pow_Scalar_out_mps(" in ops
+    host = read(real_tree, f"{OPS}/BinaryKernel.mm")
+    assert "REGISTER_DISPATCH(pow_tensor_tensor_stub, &pow_mps_kernel)" in host
 
 
 # -- the other kinds, for both commands --------------------------------------------------
@@ -278,10 +294,15 @@ NEW_ROWS = """
 def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
     with open(own_tree / YAML, "a", encoding="utf-8") as fh:
         fh.write(NEW_ROWS)
+    refused = run("new-op", op, "--kind", kind, "--expr", expr, "--dry-run", "--root", own_tree)
+    assert refused.exit_code == 1  # a made-up op: no stub is declared, so none can be registered
+    assert f"cannot tell which dispatch stub {op} runs" in refused.output and f"tried {op}_stub" in refused.output
+    with open(own_tree / "aten/src/ATen/native/BinaryOps.h", "a", encoding="utf-8") as fh:
+        fh.write(f"DECLARE_DISPATCH(made_up_fn, {op}_stub)\n")
     res = run("new-op", op, "--kind", kind, "--expr", expr, "--dry-run", "--root", own_tree)
     assert res.exit_code == 0, res.output
     assert f"+    CPU, CUDA, MPS: {op}_out" in res.output
-    assert f"no DECLARE_DISPATCH(..., {op}_stub)" in res.output  # a made-up op: the stub is not declared
+    assert f"{op}_stub chosen by exact name for {op}_out" in res.output
     assert line in res.output
     assert host in res.output
 
@@ -330,7 +351,7 @@ def test_bad_root(tmp_path: Path, run):
 def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
     yaml_path = real_tree / YAML
     text = yaml_path.read_text(encoding="utf-8")
-    text = text.replace("    CPU, CUDA: pow_Scalar_out\n", "    CPU: pow_Scalar_out\n    CUDA: pow_Scalar_out\n", 1)
+    text = text.replace("    CPU, CUDA: pow_Scalar_out\n", "    CPU: pow_Scalar_out\n    CUDA: pow_Scalar_out\n", 1)  # fixed by Deliver 7? see test
     yaml_path.write_text(text, encoding="utf-8")
     before = snapshot(real_tree)
     args = ("migrate-from-mpsgraph", "pow", "--binary", "--expr", "::metal::pow(a, b)", "--root", real_tree)
@@ -353,16 +374,22 @@ def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
 
 
 def test_a_removed_function_still_called_elsewhere_is_refused(real_tree: Path, run):
+    yaml_path = real_tree / YAML
+    text = yaml_path.read_text(encoding="utf-8")
+    assert "    CPU, CUDA: heaviside_out\n" in text
+    yaml_path.write_text(text.replace("    CPU, CUDA: heaviside_out\n", "    CPU, CUDA: heaviside_out\n    MPS: heaviside_out_mps\n", 1))
     path = real_tree / OPS / "BinaryOps.mm"
     text = path.read_text(encoding="utf-8").replace(
         "} // namespace at::native\n",
-        "Tensor& pow_twice_mps(const Scalar& b, const Tensor& e, Tensor& r) {\n  return pow_Scalar_out_mps(b, e, r);\n}\n\n} // namespace at::native\n",
+        "Tensor& heaviside_out_mps(const Tensor& self, const Tensor& values, Tensor& out) {\n  return out;\n}\n\n"
+        "Tensor& heaviside_twice_mps(const Tensor& s, const Tensor& v, Tensor& r) {\n  return heaviside_out_mps(s, v, r);\n}\n\n"
+        "} // namespace at::native\n",
     )
     path.write_text(text, encoding="utf-8")
     before = snapshot(real_tree)
-    res = run("migrate-from-mpsgraph", "pow", "--binary", "--root", real_tree)
+    res = run("migrate-from-mpsgraph", "heaviside", "--binary", "--expr", "a > b ? a : b", "--root", real_tree)
     assert res.exit_code == 1
-    assert "BinaryOps.mm:" in res.output and "still calls pow_Scalar_out_mps" in res.output
+    assert "BinaryOps.mm:" in res.output and "still calls heaviside_out_mps" in res.output
     assert snapshot(real_tree) == before
 
 

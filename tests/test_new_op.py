@@ -111,17 +111,28 @@ def test_patch_applies_and_reverses_with_git(real_tree: Path, run, tmp_path: Pat
     assert snapshot(real_tree) == before
 
 
-def test_scaffold_and_missing_stub_warnings(real_tree: Path, run):
-    result = run("new-op", "special_log_ndtr", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
-    assert result.exit_code == 0, result.output
+def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run):
+    """A result that would not build (scaffold functor) or link (undeclared stub) exits 1 and
+    writes nothing; --force writes it and still prints the problems."""
+    before = snapshot(real_tree)
+    args = ("new-op", "special_log_ndtr", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
+    result = run(*args)
+    assert result.exit_code == 1, result.output
     assert "scaffold" in result.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in result.stderr
+    assert "nothing written" in result.stderr and "--force" in result.stderr
+    assert snapshot(real_tree) == before
+    forced = run(*args, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "scaffold" in forced.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in forced.stderr
     metal = read(real_tree, UN_METAL)
     assert "struct special_log_ndtr_functor" in metal and "static_assert(" in metal
 
 
-def test_declared_stub_gives_no_warning(real_tree: Path, run):
+def test_declared_stub_gives_no_problem(real_tree: Path, run):
     result = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
-    assert "DECLARE_DISPATCH" not in result.stderr
+    assert result.exit_code == 0, result.output
+    assert "error" not in result.stderr and "problem" not in result.stderr
+    assert "heaviside_out (aten/src/ATen/native/BinaryOps.cpp:" in result.stderr  # read from its definition
 
 
 # -- bad input: message, exit code, nothing written ---------------------------------------------

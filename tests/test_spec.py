@@ -27,7 +27,7 @@ def test_shipped_specs_are_valid():
 def test_minimal_spec_defaults():
     spec, found = parse_spec_text("name: heaviside\nkind: binary\n", "s.yaml")
     assert not found and spec is not None
-    assert spec.stub == "heaviside_stub" and spec.dtypes == ("float",) and spec.rows is None
+    assert spec.stub == "" and spec.dtypes == ("float",) and spec.rows is None
     assert spec.functor.is_scaffold
 
 

@@ -17,6 +17,7 @@ from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registrat
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
+from mpsgen.tree.resolver import StubResolver, native_cpp_files
 from mpsgen.tree.xfails import XfailEntry, canonical_dtype
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
@@ -117,15 +118,13 @@ class Facts:
             stub = self._ties[key] = self._tie_stub(entry, kernel)
             return stub
 
+    @cached_property
+    def resolver(self) -> StubResolver:
+        """The one row -> stub resolver (mpsgen.tree.resolver), over this index's stubs."""
+        return StubResolver(self.index.stubs, native_cpp_files(self.index.tree.root))
+
     def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
-        kernel = kernel.split("::")[-1]
-        stem = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
-        cands = [stem, stem.lower(), entry.base, op_of(entry)]
-        cands += [c[len("special_") :] for c in cands if c.startswith("special_")]
-        for c in cands:
-            if f"{c}_stub" in self.index.stubs:
-                return f"{c}_stub"
-        return None
+        return self.resolver.resolve(entry, kernel).stub
 
     def row_stub(self, entry: NativeFunction) -> str | None:
         """The stub a row is tied to through its CPU/CUDA kernel (whatever MPS does)."""

@@ -1,0 +1,30 @@
+// mpsgen practice tree: unary kernels in the shape of PyTorch's
+// aten/src/ATen/native/UnaryOps.cpp (macro-made structured kernels, plain out= functions),
+// for mpsgen's own tests.
+#include <ATen/native/UnaryOps.h>
+
+namespace at::native {
+
+#define PRACTICE_UNARY_IMPL(out_name, stub_name)                      \
+  TORCH_IMPL_FUNC(out_name)(const Tensor& self, const Tensor& result) { \
+    stub_name(device_type(), *this);                                    \
+  }
+
+PRACTICE_UNARY_IMPL(acosh_out, acosh_stub)
+PRACTICE_UNARY_IMPL(asinh_out, asinh_stub)
+PRACTICE_UNARY_IMPL(frac_out, frac_stub)
+PRACTICE_UNARY_IMPL(special_ndtri_out, special_ndtri_stub)
+
+Tensor& signbit_out(const Tensor& self, Tensor& result) {
+  auto iter = TensorIterator::unary_force_boolean_op(result, self);
+  signbit_stub(iter.device_type(), iter);
+  return result;
+}
+
+Tensor& logit_out(const Tensor& self, std::optional<double> eps, Tensor& result) {
+  auto iter = TensorIterator::unary_float_op(result, self);
+  logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0));
+  return result;
+}
+
+} // namespace at::native

@@ -1,0 +1,348 @@
+"""What a native_functions row runs: row -> its CPU/CUDA kernel -> the C++ function that
+defines it -> the dispatch stub that function calls -> the stub's ``DECLARE_DISPATCH``.
+
+This is the one resolver of row -> stub; ``new-op``, ``migrate-from-mpsgraph`` and ``check``
+all ask it. Where the tree has the ``.cpp`` files (a real checkout), the stub is read from the
+kernel's definition: ``TORCH_IMPL_FUNC(<kernel>)``, a macro instance that expands to one
+(``CREATE_UNARY_TORCH_IMPL_FUNC(acos_out, acos_stub)``), or a plain function
+``Tensor& <kernel>(...) { ... }``. Where they are absent (the wheel ships headers only),
+the declared stubs are matched by name, and the result says which rule chose the stub.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mpsgen.tree import NATIVE_DIR, PytorchTree
+from mpsgen.tree.native_yaml import NativeFunction
+from mpsgen.tree.source import mask_c_comments_and_strings, match_close
+from mpsgen.tree.stubs import collect_stubs
+
+HOST_KEYS = frozenset({"CPU", "CUDA"})
+
+# name rules, in the order they are tried when no definition was read
+RULE_DEFINITION = "definition"
+RULE_EXACT = "exact name"
+RULE_MODULE = "name without python_module prefix"
+RULE_OVERLOAD = "overload name"
+RULE_KERNEL = "kernel name"
+
+_IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
+_DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_SKIP_DIRS = {"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"}
+
+
+@dataclass(frozen=True)
+class KernelDefinition:
+    """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
+
+    name: str
+    path: str
+    line: int  # 1-based
+    stubs: tuple[str, ...]
+    via: str | None = None  # the macro whose instance defines it
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class StubResolution:
+    """The stub a row's CPU/CUDA kernel runs, and how that was decided."""
+
+    row: str
+    op: str
+    kernel: str | None  # the CPU/CUDA kernel (None: the row has none)
+    stub: str | None
+    rule: str | None  # RULE_*; None when nothing was found
+    declared_at: tuple[str, int] | None = None  # the stub's DECLARE_DISPATCH (header, line)
+    definition: KernelDefinition | None = None
+    candidates: tuple[str, ...] = ()  # names tried (name rules) or stubs called (definition)
+    foreign: bool = False  # the stub is another op's (sub_out -> add_stub)
+    ambiguous: tuple[str, ...] = ()  # the definition calls several declared stubs
+
+    @property
+    def verified(self) -> bool:
+        return self.rule == RULE_DEFINITION
+
+    def describe(self) -> str:
+        """One line for notes and refusals."""
+        if self.kernel is None:
+            return f"{self.row} has no CPU/CUDA kernel"
+        if self.stub is None:
+            if self.ambiguous:
+                return (
+                    f"{self.kernel} ({self.definition.where}) calls several stubs: {', '.join(self.ambiguous)}"  # type: ignore[union-attr]
+                )
+            if self.definition is not None:
+                return f"{self.kernel} ({self.definition.where}) calls no declared dispatch stub"
+            return f"no declared stub matches {self.kernel} (tried {', '.join(self.candidates)})"
+        decl = f"{self.declared_at[0]}:{self.declared_at[1]}" if self.declared_at else "not declared"
+        if self.definition is not None:
+            via = f" via {self.definition.via}" if self.definition.via else ""
+            how = f"{self.kernel} ({self.definition.where}{via}) calls {self.stub}"
+        else:
+            how = f"{self.stub} chosen by {self.rule} for {self.kernel} (no .cpp in this tree defines it)"
+        return f"{how}; DECLARE_DISPATCH at {decl}"
+
+
+def row_op(entry: NativeFunction) -> str:
+    """The op a row belongs to: ``abs_`` -> ``abs``."""
+    return entry.base[:-1] if entry.base.endswith("_") else entry.base
+
+
+def host_kernel(entry: NativeFunction) -> str | None:
+    """The row's CPU/CUDA kernel: the shared line's, else the CPU line's, else the CUDA line's."""
+    for d in entry.dispatch:
+        if HOST_KEYS <= set(d.keys):
+            return d.kernel.rpartition("::")[2]
+    for key in ("CPU", "CUDA"):
+        for d in entry.dispatch:
+            if key in d.keys:
+                return d.kernel.rpartition("::")[2]
+    return None
+
+
+# python_module values of native_functions.yaml that prefix op names; used for rows read without
+# their python_module (check's fast row scanner keeps only names and dispatch lines)
+_MODULE_PREFIXES = ("special", "linalg", "fft")
+
+
+def _module(entry) -> str | None:
+    module = getattr(entry, "python_module", None)
+    if module is None and not hasattr(entry, "python_module"):
+        module = next((m for m in _MODULE_PREFIXES if entry.base.startswith(m + "_")), None)
+    return module
+
+
+def name_candidates(entry: NativeFunction, kernel: str) -> list[tuple[str, str]]:
+    """(stub name, rule) in the order the name rules try them."""
+    op = row_op(entry)
+    out: list[tuple[str, str]] = [(f"{op}_stub", RULE_EXACT)]
+    module = _module(entry)
+    if module and op.startswith(module + "_"):
+        out.append((f"{op[len(module) + 1:]}_stub", RULE_MODULE))
+    overload = re.sub(r"_?out$", "", entry.overload)
+    if overload:
+        out.append((f"{op}_{overload}".lower() + "_stub", RULE_OVERLOAD))
+    stem = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
+    out.append((f"{stem}_stub", RULE_KERNEL))
+    out.append((f"{stem.lower()}_stub", RULE_KERNEL))
+    seen: set[str] = set()
+    return [(n, r) for n, r in out if not (n in seen or seen.add(n))]
+
+
+def _is_own_stub(stub: str, entry: NativeFunction) -> bool:
+    """Whether ``stub`` is named after the row's op (``laguerre_polynomial_l_stub`` for
+    special_laguerre_polynomial_l, ``pow_tensor_tensor_stub`` for pow, ``lerp_kernel_scalar_weight``
+    for lerp), as opposed to another op's (``add_stub`` for sub)."""
+    op = row_op(entry).lower()
+    names = {op}
+    module = _module(entry)
+    if module and op.startswith(module + "_"):
+        names.add(op[len(module) + 1 :])
+    s = stub.lower()
+    return any(s == f"{n}_stub" or s.startswith(n + "_") for n in names)
+
+
+@dataclass
+class _CppIndex:
+    """TORCH_IMPL_FUNC definitions (direct and macro-made) of the tree's native .cpp files,
+    read once; plain function definitions are looked up per name."""
+
+    files: list[tuple[str, str]]  # (rel, path)
+    stubs: dict[str, tuple[str, int]]
+    _texts: dict[str, str] = field(default_factory=dict)
+    _impls: dict[str, KernelDefinition] | None = None
+
+    def text(self, rel: str, path: str) -> str:
+        t = self._texts.get(rel)
+        if t is None:
+            with open(path, "rb") as fh:
+                t = fh.read().decode("utf-8", "replace")
+            self._texts[rel] = t
+        return t
+
+    def _stubs_called(self, body: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for n in _CALL.findall(body) if n in self.stubs))
+
+    def impls(self) -> dict[str, KernelDefinition]:
+        if self._impls is not None:
+            return self._impls
+        found: dict[str, KernelDefinition] = {}
+        for rel, path in self.files:
+            text = self.text(rel, path)
+            if "TORCH_IMPL_FUNC" not in text:
+                continue
+            masked = mask_c_comments_and_strings(text)
+            for d in _definitions(masked, text):
+                name, start, body = d
+                if name in found:
+                    continue
+                found[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body))
+            for name, start, body, via in _macro_definitions(masked):
+                if name not in found:
+                    found[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via)
+        self._impls = found
+        return found
+
+    def find(self, kernel: str) -> KernelDefinition | None:
+        d = self.impls().get(kernel)
+        if d is not None:
+            return d
+        plain = re.compile(rf"\b{re.escape(kernel)}\s*\(")
+        for rel, path in self.files:
+            text = self.text(rel, path)
+            if kernel not in text:
+                continue
+            masked = mask_c_comments_and_strings(text)
+            for m in plain.finditer(masked):
+                close = match_close(masked, m.end() - 1)
+                if close < 0:
+                    continue
+                after = masked[close + 1 : close + 40].lstrip()
+                after = after[len("const") :].lstrip() if after.startswith("const") else after
+                if not after.startswith("{"):
+                    continue
+                open_brace = masked.index("{", close)
+                end = match_close(masked, open_brace)
+                body = masked[open_brace : end + 1 if end >= 0 else len(masked)]
+                return KernelDefinition(kernel, rel, text.count("\n", 0, m.start()) + 1, self._stubs_called(body))
+        return None
+
+
+def _definitions(masked: str, text: str) -> Iterable[tuple[str, int, str]]:
+    """(kernel, offset, body) of each ``TORCH_IMPL_FUNC(k)(...) { body }`` outside #defines."""
+    for m in _IMPL_FUNC.finditer(masked):
+        line_start = masked.rfind("\n", 0, m.start()) + 1
+        if masked[line_start : m.start()].lstrip().startswith("#"):
+            continue
+        if _in_define(masked, m.start()):
+            continue
+        open_brace = masked.find("{", m.end())
+        if open_brace < 0:
+            continue
+        end = match_close(masked, open_brace)
+        yield m.group(1), m.start(), masked[open_brace : end + 1 if end >= 0 else len(masked)]
+
+
+def _in_define(masked: str, offset: int) -> bool:
+    """Whether ``offset`` is on a backslash-continued #define."""
+    line_start = masked.rfind("\n", 0, offset) + 1
+    while True:
+        if masked[line_start:].lstrip(" \t").startswith("#"):
+            return masked[line_start:].lstrip(" \t#").startswith("define")
+        if line_start == 0:
+            return False
+        prev_end = line_start - 1
+        prev_start = masked.rfind("\n", 0, prev_end) + 1
+        if not masked[prev_start:prev_end].rstrip().endswith("\\"):
+            return False
+        line_start = prev_start
+
+
+def _macro_definitions(masked: str) -> Iterable[tuple[str, int, str, str]]:
+    """(kernel, offset, body, macro) for each instance of a #define whose body is a
+    TORCH_IMPL_FUNC with the kernel as a parameter."""
+    macros = []
+    for m in _DEFINE_WITH_IMPL.finditer(masked):
+        body = m.group(3).replace("\\\n", "\n")
+        if "TORCH_IMPL_FUNC" not in body:
+            continue
+        params = [p.strip() for p in m.group(2).split(",")]
+        macros.append((m.group(1), params, body))
+    for name, params, body in macros:
+        for inst in re.finditer(rf"^[ \t]*{re.escape(name)}\s*\(", masked, re.M):
+            close = match_close(masked, inst.end() - 1)
+            if close < 0:
+                continue
+            args = [a.strip() for a in masked[inst.end() : close].split(",")]
+            if len(args) != len(params):
+                continue
+            values = dict(zip(params, args))
+            expanded = re.sub(r"\b(\w+)\b", lambda w: values.get(w.group(1), w.group(1)), body)
+            expanded = re.sub(r"\s*##\s*", "", expanded)
+            for kernel, _off, kbody in _definitions(expanded, expanded):
+                yield kernel, inst.start(), kbody, name
+
+
+class StubResolver:
+    """Resolve rows to stubs over one tree (stubs and .cpp definitions read once)."""
+
+    def __init__(self, stubs: dict[str, tuple[str, int]], cpp_files: list[tuple[str, str]]):
+        self.stubs = stubs
+        self._cpp = _CppIndex(cpp_files, stubs)
+        self._memo: dict[tuple[str, str], StubResolution] = {}
+
+    @classmethod
+    def for_tree(cls, tree: PytorchTree, stubs: dict[str, tuple[str, int]] | None = None) -> StubResolver:
+        if stubs is None:
+            stubs = collect_stubs((rel, tree.root / rel) for rel in tree.list_files(NATIVE_DIR, (".h",), recursive=True))
+        return cls(stubs, native_cpp_files(tree.root))
+
+    @property
+    def has_sources(self) -> bool:
+        return bool(self._cpp.files)
+
+    def resolve(self, entry: NativeFunction, kernel: str | None = None) -> StubResolution:
+        kernel = (kernel or host_kernel(entry) or "").rpartition("::")[2] or None
+        op = row_op(entry)
+        if kernel is None:
+            return StubResolution(entry.name, op, None, None, None)
+        key = (entry.name, kernel)
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo
+        result = self._resolve(entry, op, kernel)
+        self._memo[key] = result
+        return result
+
+    def _resolve(self, entry: NativeFunction, op: str, kernel: str) -> StubResolution:
+        definition = self._cpp.find(kernel) if self._cpp.files else None
+        if definition is not None:
+            called = definition.stubs
+            if len(called) == 1:
+                stub = called[0]
+                return StubResolution(
+                    entry.name, op, kernel, stub, RULE_DEFINITION, self.stubs.get(stub), definition, called,
+                    foreign=not _is_own_stub(stub, entry),
+                )
+            own = [s for s in called if _is_own_stub(s, entry)]
+            if len(own) == 1:
+                return StubResolution(
+                    entry.name, op, kernel, own[0], RULE_DEFINITION, self.stubs.get(own[0]), definition, called
+                )
+            return StubResolution(
+                entry.name, op, kernel, None, None, None, definition, called, ambiguous=called if called else ()
+            )
+        cands = name_candidates(entry, kernel)
+        for name, rule in cands:
+            if name in self.stubs:
+                return StubResolution(entry.name, op, kernel, name, rule, self.stubs[name], None, tuple(n for n, _ in cands))
+        return StubResolution(entry.name, op, kernel, None, None, None, None, tuple(n for n, _ in cands))
+
+    def near(self, op: str, most: int = 5) -> list[str]:
+        """Declared stubs whose names share a word with ``op`` (for refusals)."""
+        words = [w for w in op.split("_") if len(w) > 2]
+        hits = [s for s in self.stubs if any(w in s for w in words)]
+        return sorted(hits, key=lambda s: (len(s), s))[:most]
+
+
+def native_cpp_files(root: os.PathLike | str) -> list[tuple[str, str]]:
+    """(rel, path) of the CPU-side .cpp sources under aten/src/ATen/native (backend folders skipped)."""
+    base = os.path.join(str(root), NATIVE_DIR)
+    out: list[tuple[str, str]] = []
+    if not os.path.isdir(base):
+        return out
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for f in sorted(filenames):
+            if f.endswith(".cpp"):
+                full = os.path.join(dirpath, f)
+                out.append((os.path.relpath(full, str(root)).replace(os.sep, "/"), full))
+    return out
