@@ -58,14 +58,17 @@ def _row_problem(entry: NativeFunction, mps: DispatchEntry) -> str | None:
     cpu = [d for d in entry.dispatch if "CPU" in d.keys]
     cuda = [d for d in entry.dispatch if "CUDA" in d.keys]
     if cpu and cuda and cpu[0].kernel == cuda[0].kernel:
-        return (
-            f"CPU and CUDA share {cpu[0].kernel} on separate lines ({NATIVE_FUNCTIONS}:{cpu[0].line}, "
-            f"{cuda[0].line}); join them into `CPU, CUDA: {cpu[0].kernel}` first"
-        )
+        return None  # `MPS: <x>_mps` becomes `MPS: <the kernel CPU and CUDA share>`
     if cpu and cuda:
         return f"CPU and CUDA use different kernels ({cpu[0].kernel}, {cuda[0].kernel}): no shared kernel for MPS to join"
     only = "CPU" if cpu else "CUDA"
     return f"only {only} has a kernel here: no shared CPU/CUDA kernel for MPS to join"
+
+
+def mps_on_host_kernel(e: NativeFunction) -> bool:
+    """MPS runs the CPU/CUDA kernel: ``CPU, CUDA, MPS: k``, or ``MPS: k`` beside ``CPU: k`` / ``CUDA: k``."""
+    host = {d.kernel for d in e.dispatch if "CPU" in d.keys or "CUDA" in d.keys}
+    return any(d.has_mps and (d.shared_cpu_cuda or d.kernel in host) for d in e.dispatch)
 
 
 def legacy_rows(rows: list[NativeFunction]) -> list[LegacyRow]:
@@ -130,14 +133,15 @@ def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl
 def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, of_op: list[NativeFunction]) -> Changeset:
     """No row of the op has a separate MPS kernel: nothing to do if mpsgen's Metal parts are all
     in place (a re-run after a migration), else refuse."""
-    on_shared = [e for e in of_op if e.shared_entry is not None and e.shared_entry.has_mps]
+    on_shared = [e for e in of_op if mps_on_host_kernel(e)]
     if not on_shared:
         raise Refused(
             f"{spec.name} has no MPS kernel to migrate: no row of it in {NATIVE_FUNCTIONS} dispatches MPS.",
             hint=f"Use `mpsgen new-op {spec.name}` to add a Metal kernel.",
         )
     first = on_shared[0]
-    where = f"{NATIVE_FUNCTIONS}:{first.shared_entry.line}"  # type: ignore[union-attr]
+    mps_line = next(d for d in first.dispatch if d.has_mps)
+    where = f"{NATIVE_FUNCTIONS}:{mps_line.line}"
     try:  # what new-op's Metal, host and test edits would still do here
         fitting = [e for e in on_shared if shape_problem(e.func, spec.kind) is None]
         check = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=fitting)
@@ -150,7 +154,7 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
     extra = f" {', '.join(leftovers)} still define(s) an MPSGraph kernel nothing dispatches to; delete it by hand." if leftovers else ""
     raise Refused(
         f"{spec.name} is already on Metal: row {first.name} dispatches MPS to the shared kernel "
-        f"{first.shared_entry.kernel} ({where}); there is no MPSGraph kernel to migrate.{extra}",  # type: ignore[union-attr]
+        f"{mps_line.kernel} ({where}); there is no MPSGraph kernel to migrate.{extra}",
         hint="Run `mpsgen check` to see what else is inconsistent.",
     )
 
@@ -204,7 +208,7 @@ def plan_migrate(
         )
     if not movable:
         names = "; ".join(f"{r.name}: {r.problem}" for r in blocked)
-        if any(e.shared_entry is not None and e.shared_entry.has_mps for e in of_op):
+        if any(mps_on_host_kernel(e) for e in of_op):
             # a --partial re-run: the rows that could move did; nothing to do if the Metal side is whole
             done = _already_on_metal(tree, spec, table, of_op)
             done.warnings.extend(f"left {r.name} on {r.mps.kernel} (--partial): {r.problem}." for r in blocked)

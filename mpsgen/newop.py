@@ -14,7 +14,7 @@ from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits import opinfo as opinfo_edit
 from mpsgen.errors import BadInput, Refused
-from mpsgen.registrations import covered_torch_dtypes, plan_registrations
+from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, plan_registrations
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
@@ -159,6 +159,53 @@ def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver
     return stubs[0], notes, []
 
 
+def _add_needed_includes(tree: PytorchTree, metal_rel: str, text: str, functor: str, changeset: Changeset) -> str:
+    """Include the c10/metal header declaring each ``c10::metal::`` function the functor
+    calls, unless the file already sees it; a function no header declares is a blocker."""
+    from mpsgen.tree.metal_headers import add_include, declaring_headers, functions_used, included_closure
+
+    names = functions_used(functor)
+    if not names:
+        return text
+    seen = included_closure(tree, text)
+    for name, headers in declaring_headers(tree, names).items():
+        if not headers:
+            changeset.blockers.append(
+                f"the functor calls c10::metal::{name}, which no header under c10/metal/ of this tree declares: "
+                f"{metal_rel} would not compile."
+            )
+        elif not seen.intersection(headers):
+            text = add_include(text, headers[0])
+            seen |= included_closure(tree, f"#include <{headers[0]}>")
+            changeset.notes.append(f"{metal_rel}: #include <{headers[0]}> for c10::metal::{name}")
+    return text
+
+
+SHADER_LIBRARY_HEADERS = (
+    "aten/src/ATen/native/mps/MetalShaderLibrary.h",
+    "aten/src/ATen/native/mps/OperationUtils.h",
+)
+
+
+def host_form_problems(tree: PytorchTree, kind: str) -> list[str]:
+    """Whether this tree's ``exec_<kind>_kernel`` takes the alpha's ScalarType (read from the
+    shader library header where the tree has it)."""
+    for rel in SHADER_LIBRARY_HEADERS:
+        src = tree.read_optional(rel)
+        if src is None:
+            continue
+        m = re.search(rf"\bvoid\s+exec_{kind}_kernel\s*\(([^;{{]*)\)\s*;", src.text)
+        if m is None:
+            continue
+        if "ScalarType" not in m.group(1):
+            return [
+                f"{rel}: this tree's exec_{kind}_kernel takes no ScalarType for the alpha, but the alpha is registered "
+                "with a type other than the input's: its host names would never be found."
+            ]
+        return []
+    return []
+
+
 @dataclass(frozen=True)
 class OpInfoTargets:
     keys: set[str]  # common_mps keys that may name the op (OpInfo names, variants, aliases, guesses)
@@ -261,6 +308,8 @@ def plan_new_op(
         new_metal = metal_edit.add_op(
             metal_src.text, metal_edit.MetalAddition(kspec.name, functor_text, registrations)
         )
+        if functor_text:
+            new_metal = _add_needed_includes(tree, metal_rel, new_metal, functor_text, changeset)
         changeset.add(metal_src, new_metal)
         regs = list(registrations.statements) + list(registrations.complex_statements)
         regs += [f"{b}: {line}" for b, line in registrations.bulk_lines]
@@ -280,7 +329,10 @@ def plan_new_op(
             if h.kind == spec.base_kind:
                 helper = h.name
                 break
-    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper)
+    alpha_type = alpha_scalar_type(kspec)
+    if alpha_type:
+        changeset.blockers.extend(host_form_problems(tree, spec.base_kind))
+    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type)
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
     if new_mm != mm_src.text:
         changeset.add(mm_src, new_mm)

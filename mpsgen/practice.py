@@ -36,6 +36,8 @@ def real_file_sources() -> dict[str, Path] | None:
         files[f"{OPINFO_DEFINITIONS}/{f.name}"] = f
     for f in sorted((torch_dir / "include/ATen/native").glob("*.h")):
         files[f"{NATIVE_DIR}/{f.name}"] = f
+    for f in ("MetalShaderLibrary.h", "OperationUtils.h"):
+        files[f"{NATIVE_DIR}/mps/{f}"] = torch_dir / "include/ATen/native/mps" / f
     for f in sorted((torch_dir / "include/c10/metal").glob("*.h")):
         files[f"c10/metal/{f.name}"] = f
     return {k: v for k, v in files.items() if v.is_file()}

@@ -57,6 +57,42 @@ def input_dtypes(spec: OpSpec) -> list[tuple[str, str]]:
     return pairs
 
 
+# c10::ScalarType enumerator of each Metal type (the host passes it for a fixed alpha type)
+SCALAR_TYPES = {
+    "float": "Float",
+    "half": "Half",
+    "bfloat": "BFloat16",
+    "long": "Long",
+    "int": "Int",
+    "short": "Short",
+    "uchar": "Byte",
+    "char": "Char",
+    "bool": "Bool",
+    "float2": "ComplexFloat",
+    "half2": "ComplexHalf",
+}
+
+
+def alpha_scalar_type(spec: OpSpec) -> str | None:
+    """The ``ScalarType::X`` the host must pass so ``exec_*_kernel`` looks up the host names
+    the alpha registrations make (``<op>_dense_half_half_float``), or None when every
+    registration's alpha type is its input type (the library's default). Refuses a mix that
+    one host call cannot name."""
+    if not spec.has_alpha:
+        return None
+    pairs = [(args[0], args[1]) for _m, args in required_calls(spec)]
+    if all(i == a for i, a in pairs):
+        return None
+    fixed = {a for _i, a in pairs}
+    if len(fixed) == 1:
+        return f"ScalarType::{SCALAR_TYPES[fixed.pop()]}"
+    raise Refused(
+        f"the alpha of {spec.name} would be registered as {', '.join(sorted(fixed))} depending on the input, but one "
+        "exec_*_kernel call passes a single ScalarType for it: the other host names would never be found.",
+        hint="Set `alpha_type:` in the spec to one Metal type (e.g. float), or drop the dtype group that needs another.",
+    )
+
+
 def covered_torch_dtypes(spec: OpSpec) -> set[str]:
     return {TORCH_DTYPES[i] for i, _ in input_dtypes(spec)}
 

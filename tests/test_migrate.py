@@ -249,6 +249,8 @@ def test_unary_alpha_migration_plain_functions_two_rows(pointwise_tree: Path, ru
     assert "REGISTER_UNARY_ALPHA_OP(logit, long, float, float);" in metal
     host = read(pointwise_tree, f"{OPS}/UnaryKernel.mm")
     assert "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& alpha) {" in host
+    # the alpha is registered as float for half/bfloat/integer inputs: the host names it
+    assert 'lib.exec_unary_kernel(iter, "logit", alpha, ScalarType::Float);' in host
     assert "REGISTER_DISPATCH(logit_stub, logit_mps_kernel);" in host
     text = read(pointwise_tree, YAML)
     assert "logit_mps" not in text and "logit_out_mps" not in text
@@ -284,7 +286,7 @@ NEW_ROWS = """
     "op,kind,expr,metal,line,host",
     [
         ("mpsgen_scale", "unary_alpha", "x * alpha", UNARY_METAL, "REGISTER_UNARY_ALPHA_OP(mpsgen_scale, half, float, half);",
-         'lib.exec_unary_kernel(iter, "mpsgen_scale", alpha);'),
+         'lib.exec_unary_kernel(iter, "mpsgen_scale", alpha, ScalarType::Float);'),
         ("mpsgen_axpy", "binary_alpha", "alpha * a + b", BINARY_METAL, "REGISTER_BINARY_ALPHA_OP(mpsgen_axpy_alpha, half, half, half);",
          'lib.exec_binary_kernel(iter, "mpsgen_axpy_alpha", alpha);'),
         ("mpsgen_fma", "ternary", "a * b + c", BINARY_METAL, "REGISTER_TERNARY_OP(mpsgen_fma, bfloat, bfloat);",
@@ -317,8 +319,6 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
         (["xlogy", "--binary"], 1, ["already on Metal", "native_functions.yaml:", "BinaryOps.mm:83"]),
         (["heaviside", "--binary"], 1, ["no MPS kernel to migrate", "new-op"]),
         (["logical_not", "--unary"], 1, ["cannot find the MPSGraph implementation of logical_not_out_mps", "UnaryOps.mm", "Activation.mm"]),
-        (["signbit", "--unary"], 1, ["signbit.out", "separate lines", "native_functions.yaml:"]),
-        (["signbit", "--unary", "--partial"], 1, ["no row of signbit can be migrated"]),
         (["acosh", "--unary", "--row", "acosh"], 1, ["row acosh has no MPS kernel of its own"]),
         (["acosh", "--unary", "--row", "acosh.nope"], 1, ["not a row of acosh"]),
         (["frac"], 2, ["say what kind", "--unary"]),
@@ -446,7 +446,7 @@ def test_list_json_on_torch_2_13(real_tree: Path, run):
     for op in ("mm", "sort", "cumsum", "argmax"):
         assert not data[op]["elementwise"] and data[op]["kind"] == "other", op
     assert data["acosh"]["kind"] == "unary" and data["acosh"]["spec"] == "specs/acosh.yaml"
-    assert data["acosh"]["rows"][0]["impl"] == {"file": f"{OPS}/UnaryOps.mm", "line": 59, "form": "macro_instance"}
+    assert data["acosh"]["rows"][0]["impl"] == {"file": f"{OPS}/UnaryOps.mm", "line": 60, "form": "macro_instance"}
     assert data["acosh"]["migratable"] and "pointwise" in data["acosh"]["tags"]
     assert data["sub"]["kind"] == "binary_alpha" and data["sub"]["rows"][0]["impl"]["line"] == 79
     assert data["sigmoid_backward"]["kind"] == "binary"
@@ -455,7 +455,7 @@ def test_list_json_on_torch_2_13(real_tree: Path, run):
     assert data["threshold"]["kind"] == "other"
     assert data["logit_backward"]["kind"] == "binary_alpha"
     assert {r["row"] for r in data["pow"]["rows"]} == {"pow.Tensor_Tensor_out", "pow.Scalar_out"}
-    assert "separate lines" in data["signbit"]["rows"][0]["problem"]
+    assert data["signbit"]["rows"][0]["problem"] is None  # split CPU/CUDA lines: MPS names their kernel
     assert "different kernels" in data["mm"]["rows"][0]["problem"]
     assert not data["relu"]["structured"]
     assert "xlogy" not in data and "exp" not in data  # already on the shared kernel
@@ -467,7 +467,7 @@ def test_list_table(real_tree: Path, run):
     lines = res.stdout.splitlines()
     assert lines[0].split() == ["OP", "KIND", "ROWS", "MPSGRAPH", "TAGS", "SPEC", "NOTE"]
     acosh = next(line for line in lines if line.startswith("acosh "))
-    assert "UnaryOps.mm:59" in acosh and " yes " in acosh and acosh.rstrip().endswith("ready")
+    assert "UnaryOps.mm:60" in acosh and " yes " in acosh and acosh.rstrip().endswith("ready")
     mm = next(line for line in lines if line.startswith("mm "))
     assert "not elementwise" in mm
     assert "candidate(s)" in lines[-1] and "elementwise" in lines[-1]
@@ -496,3 +496,17 @@ def test_list_after_migration_drops_the_op(real_tree: Path):
 )
 def test_guess_kind(func, kind):
     assert guess_kind(func) == kind
+
+
+def test_split_cpu_cuda_lines_migrate_by_pointing_mps_at_their_kernel(real_tree: Path, run):
+    """signbit.out has `CPU: signbit_out` and `CUDA: signbit_out` on separate lines: the
+    minimal edit names that kernel on the MPS line, nothing else in the entry moves."""
+    before = read(real_tree, YAML)
+    assert "    CPU: signbit_out\n    CUDA: signbit_out\n    MPS: signbit_out_mps\n" in before
+    res = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    after = read(real_tree, YAML)
+    assert after == before.replace("    MPS: signbit_out_mps\n", "    MPS: signbit_out\n", 1)
+    assert "signbit_out_mps" not in read(real_tree, f"{OPS}/UnaryOps.mm")
+    again = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--root", real_tree)
+    assert again.exit_code == 0 and "nothing to do" in again.output

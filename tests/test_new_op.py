@@ -304,3 +304,71 @@ def test_complex_op_is_marked_complex_supported(real_tree: Path, run):
     start = common.index("SUPPORTED_COMPLEX_OPS = {")
     assert '"heaviside",' in common[start : common.index("}", start)]
     assert "REGISTER_BINARY_OP(heaviside, float2, float2);" in read(real_tree, BIN_METAL)
+
+
+# -- fidelity on the real 2.13 files (issue: read what the tree really does) ------------------
+
+
+def test_laguerre_registers_the_declared_stub(real_tree: Path, run):
+    res = run("new-op", "special_laguerre_polynomial_l", "--binary", "--expr", "a + b", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "REGISTER_DISPATCH(laguerre_polynomial_l_stub, &special_laguerre_polynomial_l_mps_kernel)" in res.output
+    assert "special_laguerre_polynomial_l_stub" not in res.output
+
+
+def test_legendre_by_name_rule_when_no_cpp_defines_it(real_tree: Path, run):
+    (real_tree / "aten/src/ATen/native/BinaryOps.cpp").unlink()
+    res = run("new-op", "special_legendre_polynomial_p", "--binary", "--expr", "a + b", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "legendre_polynomial_p_stub chosen by name without python_module prefix" in res.output
+    assert "REGISTER_DISPATCH(legendre_polynomial_p_stub," in res.output
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["frexp", "--unary", "--expr", "x"], ["frexp.Tensor_out", "returns 2 tensors"]),
+        (["heaviside", "--unary", "--expr", "x"], ["heaviside.out", "2 tensors", "not one tensor input"]),
+        (["special_xlog1py", "--unary", "--expr", "x"], ["special_xlog1py.out", "not one tensor input"]),
+    ],
+)
+def test_schema_mismatch_is_refused(real_tree: Path, run, args, words):
+    before = snapshot(real_tree)
+    res = run("new-op", *args, "--root", real_tree)
+    assert res.exit_code == 1, res.output
+    for w in words:
+        assert w in res.output
+    assert snapshot(real_tree) == before
+
+
+def test_composite_op_is_refused(real_tree: Path, run):
+    res = run("new-op", "square", "--unary", "--expr", "x * x", "--root", real_tree)
+    assert res.exit_code == 1 and "composite" in res.output
+
+
+def test_special_ndtri_includes_the_header_declaring_erfinv(real_tree: Path, run):
+    res = run("new-op", "special_ndtri", "--unary", "--int2float", "--root", real_tree)  # shipped spec
+    assert res.exit_code == 0, res.output
+    metal = read(real_tree, UN_METAL)
+    assert "#include <c10/metal/special_math.h>\n" in metal and "::c10::metal::erfinv" in metal
+    assert metal.index("#include <c10/metal/indexing.h>") < metal.index("#include <c10/metal/special_math.h>") < metal.index("#include <c10/metal/utils.h>")
+
+
+def test_unknown_c10_metal_function_is_a_blocker(real_tree: Path, run):
+    before = snapshot(real_tree)
+    res = run("new-op", "special_ndtri", "--unary", "--expr", "::c10::metal::no_such_fn(x)", "--root", real_tree)
+    assert res.exit_code == 1 and "c10::metal::no_such_fn" in res.output and "would not compile" in res.output
+    assert snapshot(real_tree) == before
+
+
+def test_alpha_type_needs_a_library_that_takes_it(real_tree: Path):
+    from mpsgen.newop import host_form_problems
+
+    assert host_form_problems(PytorchTree(real_tree), "unary") == []  # 2.13 takes scalar_arg_type
+    for rel in ("aten/src/ATen/native/mps/MetalShaderLibrary.h", "aten/src/ATen/native/mps/OperationUtils.h"):
+        (real_tree / rel).write_text(
+            "struct L {\n  void exec_unary_kernel(TensorIteratorBase& iter, const std::string& name, "
+            "const std::optional<c10::Scalar> alpha);\n};\n"
+        )
+    problems = host_form_problems(PytorchTree(real_tree), "unary")
+    assert problems and "takes no ScalarType" in problems[0]

@@ -28,8 +28,14 @@ def mps_only(d: DispatchEntry) -> bool:
     return d.has_mps and all(k.endswith("MPS") for k in d.keys)
 
 
-def shared(d: DispatchEntry) -> bool:
-    return d.has_mps and bool(SHARED_KEYS & set(d.keys))
+def shared(d: DispatchEntry, e: NativeFunction | None = None) -> bool:
+    """Whether the line puts MPS on the CPU/CUDA kernel: on their line (``CPU, CUDA, MPS: k``),
+    or on a line of its own naming the kernel the row's ``CPU: k`` / ``CUDA: k`` lines share."""
+    if not d.has_mps:
+        return False
+    if SHARED_KEYS & set(d.keys):
+        return True
+    return e is not None and any(SHARED_KEYS & set(x.keys) and x.kernel == d.kernel for x in e.dispatch)
 
 
 def op_of(entry: NativeFunction) -> str:
@@ -96,9 +102,10 @@ class Facts:
             for d in e.dispatch:
                 if "MPS" in d.keys:
                     has = True
-                    if mps_only(d):
+                    on_host = shared(d, e)
+                    if mps_only(d) and not on_host:
                         only.append((e, d))
-                    if shared(d):
+                    if on_host:
                         on_shared.append((e, d))
             if has:
                 rows.append(e)
@@ -421,12 +428,12 @@ def half_migrated(f: Facts) -> Iterator[Finding]:
     for e in f.mps_dispatch[2]:
         rows[op_of(e)].append(e)
     for op, entries in rows.items():
-        migrated = [e for e in entries if any(shared(d) and f.tie_stub(e, d.kernel) for d in e.dispatch)]
+        migrated = [e for e in entries if any(shared(d, e) and f.tie_stub(e, d.kernel) for d in e.dispatch)]
         if not migrated:
             continue
         for e in entries:
             for d in e.dispatch:
-                if mps_only(d) and d.kernel.endswith("_mps") and f.row_stub(e):
+                if mps_only(d) and not shared(d, e) and d.kernel.endswith("_mps") and f.row_stub(e):
                     yield Finding(
                         f.yaml, d.line, _yaml_col(d), "MPS008", WARNING,
                         f"{e.name} still dispatches MPS to {d.kernel} while {listed(x.name for x in migrated)} of {op} use{'s' if len(migrated) == 1 else ''} the shared stub",
@@ -493,7 +500,7 @@ def _metal_names(f: Facts, entries: list[NativeFunction]) -> list[str] | None:
     for e in device_rows:
         row_names = None
         for d in e.dispatch:
-            if shared(d):
+            if shared(d, e):
                 stub = f.tie_stub(e, d.kernel)
                 row_names = f.metal_kernel_names(stub) if stub else None
         if not row_names:

@@ -27,6 +27,7 @@ class KernelAddition:
     kind: str  # unary | binary | ternary
     alpha: bool
     helper_macro: str | None  # use this helper macro instead of an explicit function
+    alpha_scalar_type: str | None = None  # ``ScalarType::Float``: the registered alpha type, when not the input's
 
 
 def kernel_function_name(op: str) -> str:
@@ -67,7 +68,9 @@ def render_kernel_function(addition: KernelAddition, library: str) -> str:
         signature=_signature(function, addition.alpha),
         call_args=wrap_arguments(
             f"{library}.exec_{addition.kind}_kernel(",
-            ["iter", f'"{addition.op}"'] + (["alpha"] if addition.alpha else []),
+            ["iter", f'"{addition.op}"']
+            + (["alpha"] if addition.alpha else [])
+            + ([addition.alpha_scalar_type] if addition.alpha and addition.alpha_scalar_type else []),
             ");",
             indent=2,
         ),

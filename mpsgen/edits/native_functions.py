@@ -52,6 +52,17 @@ def _edit_rows(text: str, rows: list[str], *, migrate: bool, scanned: NativeFunc
         if entry is None:
             raise Refused(f"native_functions.yaml has no row {row!r}.")
         shared = entry.shared_entry
+        if shared is None and migrate:
+            split = _split_host_kernel(entry)
+            if split is not None:
+                # `CPU: k` / `CUDA: k` on their own lines: the MPS line names k (the fewest bytes)
+                for d in entry.mps_entries:
+                    if d.keys == ("MPS",) and d.kernel != split:
+                        i = d.line - 1
+                        head, _, rest = lines[i].partition(":")
+                        lines[i] = head + ":" + rest.replace(d.kernel, split, 1)
+                touched.append(entry)
+                continue
         if shared is None:
             raise Refused(
                 f"row {row} (native_functions.yaml:{entry.start_line}) has no shared `CPU, CUDA: <kernel>` line for MPS to join."
@@ -77,6 +88,13 @@ def _edit_rows(text: str, rows: list[str], *, migrate: bool, scanned: NativeFunc
     new_text = "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
     verify(text, new_text, touched)
     return new_text
+
+
+def _split_host_kernel(entry: NativeFunction) -> str | None:
+    """The kernel a row's separate ``CPU:`` and ``CUDA:`` lines share, if they do."""
+    cpu = [d.kernel for d in entry.dispatch if "CPU" in d.keys]
+    cuda = [d.kernel for d in entry.dispatch if "CUDA" in d.keys]
+    return cpu[0] if cpu and cuda and cpu[0] == cuda[0] else None
 
 
 def _entry_text(lines: list[str], entry: NativeFunction, shift: int = 0, length: int | None = None) -> str:
@@ -106,8 +124,9 @@ def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
             raise MpsgenError(f"internal error: editing {entry.name} changed more than its dispatch; nothing written.")
         kernels = {v for v in new_map["dispatch"].values()}
         mps_keys = [k for k in new_map["dispatch"] if "MPS" in [x.strip() for x in k.split(",")]]
-        if len(mps_keys) != 1 or "CPU" not in mps_keys[0]:
-            raise MpsgenError(f"internal error: {entry.name} did not end with MPS on the shared kernel line.")
+        host = {v for k, v in new_map["dispatch"].items() if {"CPU", "CUDA"} & {x.strip() for x in k.split(",")}}
+        if len(mps_keys) != 1 or not ("CPU" in mps_keys[0] or new_map["dispatch"][mps_keys[0]] in host):
+            raise MpsgenError(f"internal error: {entry.name} did not end with MPS on the CPU/CUDA kernel.")
         if not kernels <= set(old_map["dispatch"].values()):
             raise MpsgenError(f"internal error: editing {entry.name} introduced a new kernel name; nothing written.")
     # every line outside the touched dispatch lines is unchanged, in order

@@ -26,7 +26,7 @@ COVERED_OPS = (
     "abs", "sgn", "acosh", "asinh", "atanh", "bitwise_not", "copysign", "polar", "cos", "exp",
     "frac", "gcd", "log", "logaddexp", "mul", "neg", "round", "sigmoid", "sin", "sqrt",
     "threshold", "sub", "bitwise_and", "sign", "hypot", "fmin", "fmax", "pow",
-    "sigmoid_backward", "tanh_backward", "heaviside", "special_ndtri",
+    "sigmoid_backward", "tanh_backward", "heaviside", "special_ndtri", "signbit",
 )
 
 

@@ -14,6 +14,7 @@
 #include <ATen/ops/log_native.h>
 #include <ATen/ops/sgn_native.h>
 #include <ATen/ops/sign_native.h>
+#include <ATen/ops/signbit_native.h>
 #endif
 
 namespace at::native {
@@ -87,6 +88,12 @@ TORCH_IMPL_FUNC(sgn_out_mps)(const Tensor& self, const Tensor& output) {
   TORCH_CHECK(!self.is_complex(), "sgn on MPS is only wired up for real inputs in this tree");
   mps::unary_op(self, output, "sgn_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
     return [mpsGraph signWithTensor:inputTensor name:nil];
+  });
+}
+
+TORCH_IMPL_FUNC(signbit_out_mps)(const Tensor& self, const Tensor& output) {
+  mps::unary_op(self, output, "signbit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+    return [mpsGraph signbitWithTensor:inputTensor name:nil];
   });
 }
 
