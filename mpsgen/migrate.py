@@ -99,6 +99,28 @@ class FoundImpl:
         return f"{self.path}:{self.impl.start_line + 1}"
 
 
+_TORCH_CHECK = re.compile(r"\bTORCH_CHECK\s*\(")
+
+
+def input_checks(text: str, impl: MPSGraphImpl) -> list[tuple[int, str]]:
+    """(1-based line, text) of each TORCH_CHECK in an MPSGraph implementation's lines."""
+    lines = text.split("\n")
+    body = "\n".join(lines[impl.start_line : impl.end_line + 1])
+    out = []
+    for m in _TORCH_CHECK.finditer(body):
+        depth, i = 0, m.end() - 1
+        while i < len(body):
+            if body[i] == "(":
+                depth += 1
+            elif body[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        out.append((impl.start_line + body.count("\n", 0, m.start()) + 1, " ".join(body[m.start() : i + 1].split())))
+    return out
+
+
 def mm_files(tree: PytorchTree) -> list[str]:
     return tree.list_files(OPERATIONS_DIR, (".mm",), recursive=True)
 
@@ -230,7 +252,16 @@ def plan_migrate(
         )
 
     # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
-    changeset = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=[r.entry for r in movable])
+    changeset = plan_new_op(
+        tree, spec, yaml_mode="migrate", table=table, rows=[r.entry for r in movable], allow_dtype_loss=allow_dtype_loss
+    )
+    for fs in found.values():
+        for f in fs:
+            for line, check in input_checks(tree.read(f.path).text, f.impl):
+                changeset.warnings.append(
+                    f"{f.path}:{line}: the removed MPSGraph code checks `{check}`; carry it over to the Metal path "
+                    "(or the op's meta function) if it still applies."
+                )
 
     # -- native_functions.yaml ------------------------------------------------------------
     rows = [r.name for r in movable]

@@ -252,6 +252,7 @@ def plan_new_op(
     yaml_mode: str = "add",
     table: NativeFunctions | None = None,
     rows: list[NativeFunction] | None = None,
+    allow_dtype_loss: bool = True,
 ) -> Changeset:
     """``table``: native_functions.yaml already scanned, when the caller has it. ``rows``: with
     ``yaml_mode="migrate"``, the rows the kernel will serve (their stub is the one registered)."""
@@ -356,16 +357,40 @@ def plan_new_op(
     targets = opinfo_keys(tree, spec, table)
     keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
+    if yaml_mode == "migrate" and common is not None and "complex" not in spec.dtypes:
+        # what MPS serves today must not be dropped silently
+        from mpsgen.tree.xfails import complex_supported
+
+        served = sorted((targets.found or {spec.name}) & complex_supported(common.text))
+        if served:
+            lost = (
+                f"MPS serves {', '.join(served)} with complex inputs today ({COMMON_MPS} lists it among the "
+                f"complex-supporting ops), but the new registrations cover no complex dtype: torch.complex64 "
+                "and torch.complex32 would be lost"
+            )
+            if not allow_dtype_loss:
+                raise Refused(
+                    lost + ".",
+                    hint="Add the complex group (--complex, or `complex` in the spec's dtypes) with a functor that "
+                    "handles float2/half2, or pass --allow-dtype-loss to drop them knowingly.",
+                )
+            changeset.warnings.append(lost + " (--allow-dtype-loss).")
     if common is not None:
         complex_keys = targets.found if "complex" in spec.dtypes else set()
-        new_common = common_mps_edit.remove_op_entries(common.text, keys, covered_torch_dtypes(spec), complex_keys)
+        kept_entries: list[tuple[int, str]] = []
+        new_common = common_mps_edit.remove_op_entries(
+            common.text, keys, covered_torch_dtypes(spec), complex_keys, kept_entries
+        )
+        changeset.kept.extend(f"{COMMON_MPS}:{line}: {why}" for line, why in kept_entries)
         if new_common != common.text:
             changeset.add(common, new_common)
             added = f"; {', '.join(sorted(complex_keys))} joins the complex-supporting ops" if complex_keys else ""
             changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}{added}")
     for rel, entry_spans in targets.spans:
         src = tree.read(rel)
-        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans)
+        kept_decorators: list[tuple[int, str]] = []
+        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans, kept_decorators)
+        changeset.kept.extend(f"{rel}:{line}: {why}" for line, why in kept_decorators)
         if new_text != src.text:
             changeset.add(src, new_text)
             changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from mpsgen.tree.reasons import comment_above, is_unimplemented_reason
 from mpsgen.tree.xfails import XfailEntry, canonical_dtype
 
 __all__ = ["XfailEntry", "canonical_dtype", "remove_op_entries", "xfail_entries"]
@@ -100,7 +101,13 @@ def xfail_entries(text: str) -> tuple[list[str], list[XfailEntry]]:
     return finder.dict_names, entries
 
 
-def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str], complex_keys: set[str] = frozenset()) -> str:
+def remove_op_entries(
+    text: str,
+    keys: set[str],
+    covered_dtypes: set[str],
+    complex_keys: set[str] = frozenset(),
+    kept: list[tuple[int, str]] | None = None,
+) -> str:
     """Drop entries for ``keys``; an entry naming dtypes outside ``covered_dtypes`` is cut down.
     ``complex_keys`` (OpInfo names of an op whose kernel now takes complex inputs) join the
     set of complex-supporting ops, after its last element, where they are not there yet."""
@@ -124,6 +131,15 @@ def remove_op_entries(text: str, keys: set[str], covered_dtypes: set[str], compl
             continue
         node = el.node
         rng = positions[node]
+        if el.dtype_nodes is None and "UNIMPLEMENTED" not in el.dict_name:
+            # a whole-op entry outside the "unimplemented" list goes only when its reason is a missing kernel
+            first_line = rng.start.line - 1
+            reason = comment_above(lines, first_line) + " " + lines[rng.end.line - 1].partition("#")[2]
+            if not is_unimplemented_reason(reason):
+                if kept is not None:
+                    why = reason.strip().lstrip("# ")[:90] or "no reason given"
+                    kept.append((rng.start.line, f"{el.dict_name}[{el.key!r}] kept ({why}); check whether it still fails"))
+                continue
         keep = None
         if el.dtype_nodes is not None:
             keep = [n for n in el.dtype_nodes if canonical_dtype(module.code_for_node(n)) not in covered_dtypes]

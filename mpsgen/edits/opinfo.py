@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from mpsgen.tree.opinfo import python_close
+from mpsgen.tree.reasons import NUMERICS, comment_above, is_unimplemented_reason
 
 _DECORATE = re.compile(r"\bDecorateInfo\(")
 _MPS = re.compile(r"""device_type\s*=\s*['"]mps['"]""")
@@ -42,26 +43,49 @@ def mps_decorators(text: str, start: int, end: int) -> list[tuple[int, int]]:
         pos = close + 1
 
 
-def remove_mps_decorators(text: str, spans: list[tuple[int, int]]) -> str:
-    """Remove MPS decorators inside each (open, close) span; spans must not overlap."""
+def remove_mps_decorators(text: str, spans: list[tuple[int, int]], kept: list[tuple[int, str]] | None = None) -> str:
+    """Remove the MPS decorators that exist because MPS lacked the kernel (their reason says
+    so: NotImplementedError, "not implemented for MPS", ...) inside each (open, close) span;
+    spans must not overlap. Numerics decorators (toleranceOverride, precisionOverride) and
+    xfails with another reason stay; each is appended to ``kept`` as (1-based line, why)."""
     out = []
     last = 0
     for start, end in sorted(spans):
         out.append(text[last:start])
-        out.append(_edit_span(text[start:end]))
+        out.append(_edit_span(text[start:end], text.count("\n", 0, start), kept))
         last = end
     out.append(text[last:])
     return "".join(out)
 
 
-def _edit_span(span: str) -> str:
-    calls = mps_decorators(span, 0, len(span))
-    if not calls:
+def _summary(call: str) -> str:
+    return " ".join(call.split())[:110]
+
+
+def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = None) -> str:
+    found = mps_decorators(span, 0, len(span))
+    if not found:
         return span
     lines = span.split("\n")
     offsets = [0]
     for ln in lines[:-1]:
         offsets.append(offsets[-1] + len(ln) + 1)
+    calls = []
+    for s, e in found:
+        call = span[s:e]
+        first = span.count("\n", 0, s)
+        reason = comment_above(lines, first, through=lambda ln: "DecorateInfo(" in ln or ln.strip().startswith(("'", '"', "device_type", "dtypes", "active_if")))
+        if NUMERICS.search(call):
+            why = "tunes numerics (the new kernel's tests need it too)"
+        elif is_unimplemented_reason(reason) or is_unimplemented_reason(call):
+            calls.append((s, e))
+            continue
+        else:
+            why = f"its reason is not a missing kernel: {reason.lstrip('# ')[:90]}" if reason else "it gives no reason; check whether it still fails"
+        if kept is not None:
+            kept.append((line0 + first + 1, f"{_summary(call)} ({why})"))
+    if not calls:
+        return span
 
     def line_at(off: int) -> int:
         lo, hi = 0, len(offsets) - 1

@@ -54,12 +54,23 @@ def test_op_without_mps_decorators_unchanged(cmi):
     assert edit(cmi, "lcm", set()) == cmi
 
 
-def test_comment_explaining_a_removed_decorator_goes_even_without_saying_mps(cmi):
+def test_only_decorators_for_the_missing_kernel_go(cmi):
+    """logit: the NotImplementedError xfail goes with its comment; the test_out xfail, whose
+    reason is an unsafe-cast check, stays with its comment (the new kernel does not fix it)."""
     out = edit(cmi, "logit", set())
     entry = out[out.index("UnaryUfuncInfo('logit',") : out.index("OpInfo('where',")]
-    assert "AssertionError: RuntimeError not raised" not in entry
-    assert "skips=(" not in entry and "DecorateInfo" not in entry
+    assert "is not currently implemented for the MPS device" not in entry
+    assert "'test_variant_consistency_eager'" not in entry
+    assert "AssertionError: RuntimeError not raised" in entry
+    assert "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps')" in entry
     assert "precisionOverride" in entry
+
+
+def test_tolerance_override_for_mps_stays(cmi):
+    out = edit(cmi, "asinh", set())
+    entry = out[out.index("UnaryUfuncInfo('asinh',") : out.index("UnaryUfuncInfo('atan',")]
+    assert 'toleranceOverride' in entry and '"TestConsistency", "test_output_match", device_type="mps"' in entry
+    assert out == cmi
 
 
 def test_comment_heading_a_kept_decorator_stays():
@@ -67,11 +78,11 @@ def test_comment_heading_a_kept_decorator_stays():
         "op_db = [\n"
         "    OpInfo('foo',\n"
         "           skips=(\n"
-        "               # flaky everywhere\n"
+        "               # NotImplementedError: not currently implemented for the MPS device\n"
         "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps'),\n"
         "               DecorateInfo(unittest.skip('x'), 'TestCommon', 'test_out'),\n"
         "           )),\n"
         "]\n"
     )
     out = edit(text, "foo", set())
-    assert "# flaky everywhere" in out and "device_type='mps'" not in out and "unittest.skip('x')" in out
+    assert "# NotImplementedError" in out and "device_type='mps'" not in out and "unittest.skip('x')" in out
