@@ -78,3 +78,31 @@ def test_complex_op_joins_the_complex_set_read_from_the_file(real):
     # already there: nothing added twice
     assert remove_op_entries(out, set(), FLOATS, {"heaviside"}) == out
     assert remove_op_entries(real, set(), FLOATS, {"acosh"}) == real
+
+
+SYNTHETIC = '''\
+def mps_ops_modifier(ops):
+    UNIMPLEMENTED_XFAILLIST = {
+        "foo": None,
+    }
+    ON_MPS_XFAILLIST = {
+        # crashes the test harness on macOS 14
+        "foo": None,
+        # NotImplementedError: aten::foo.out is not currently implemented for the MPS device
+        "bar": None,
+    }
+    SKIPLIST = {
+        "foo": None,  # flaky: compares NaN payloads
+    }
+'''
+
+
+def test_only_missing_kernel_entries_go_and_the_rest_are_reported():
+    kept: list[tuple[int, str]] = []
+    out = remove_op_entries(SYNTHETIC, {"foo", "bar"}, FLOATS, kept=kept)
+    assert '"bar"' not in out and "NotImplementedError" not in out  # reason: missing kernel
+    assert out.count('"foo": None') == 2  # the unimplemented-list entry went; the other two stay
+    assert "# crashes the test harness on macOS 14" in out
+    assert [line for line, _ in kept] == [7, 12]
+    assert "ON_MPS_XFAILLIST['foo'] kept (crashes the test harness" in kept[0][1]
+    assert "SKIPLIST['foo'] kept (flaky: compares NaN payloads)" in kept[1][1]
