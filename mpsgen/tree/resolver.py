@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction
-from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 from mpsgen.tree.stubs import collect_stubs
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
@@ -33,6 +32,23 @@ RULE_KERNEL = "kernel name"
 _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
 _DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_BRACKETS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
+
+
+def match_close(text: str, open_pos: int) -> int:
+    """Offset of the bracket closing the one at ``open_pos`` (-1 if none), visiting brackets only."""
+    opener = text[open_pos]
+    depth = 0
+    for m in _BRACKETS[opener].finditer(text, open_pos):
+        if m.group() == opener:
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return m.start()
+    return -1
+
+
 _SKIP_DIRS = {"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"}
 
 
@@ -150,125 +166,84 @@ def _is_own_stub(stub: str, entry: NativeFunction) -> bool:
     return any(s == f"{n}_stub" or s.startswith(n + "_") for n in names)
 
 
+# A definition at the start of a line (PyTorch does not indent namespace contents, and
+# clang-format puts a top-level function's closing brace in column 0): TORCH_IMPL_FUNC(k)
+# with its parameter list, or a plain function ``Tensor& k(...) {``; the body runs to the
+# first "}" in column 0.
+_TOP_DEFINITION = re.compile(
+    r"^(?:TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)|(?:[\w:<>,&*]+[ \t]+)+[&*]?(\w+))\s*\([^;{}]*\)\s*(?:const\s*)?\{(.*?)^\}",
+    re.M | re.S,
+)
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace", "struct", "class", "else"})
+
+
 @dataclass
 class _CppIndex:
-    """TORCH_IMPL_FUNC definitions (direct and macro-made) of the tree's native .cpp files,
-    read once; plain function definitions are looked up per name."""
+    """Kernel definitions of the tree's native .cpp files: one regex pass per file, at first use."""
 
     files: list[tuple[str, str]]  # (rel, path)
     stubs: dict[str, tuple[str, int]]
-    _texts: dict[str, str] = field(default_factory=dict)
-    _impls: dict[str, KernelDefinition] | None = None
-
-    def text(self, rel: str, path: str) -> str:
-        t = self._texts.get(rel)
-        if t is None:
-            with open(path, "rb") as fh:
-                t = fh.read().decode("utf-8", "replace")
-            self._texts[rel] = t
-        return t
+    _defs: dict[str, KernelDefinition] | None = None
 
     def _stubs_called(self, body: str) -> tuple[str, ...]:
+        body = _LINE_COMMENT.sub("", body)
         return tuple(dict.fromkeys(n for n in _CALL.findall(body) if n in self.stubs))
 
-    def impls(self) -> dict[str, KernelDefinition]:
-        if self._impls is not None:
-            return self._impls
+    def definitions(self) -> dict[str, KernelDefinition]:
+        if self._defs is not None:
+            return self._defs
         found: dict[str, KernelDefinition] = {}
         for rel, path in self.files:
-            text = self.text(rel, path)
-            if "TORCH_IMPL_FUNC" not in text:
-                continue
-            masked = mask_c_comments_and_strings(text)
-            for d in _definitions(masked, text):
-                name, start, body = d
-                if name in found:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8", "replace")
+            for m in _TOP_DEFINITION.finditer(text):
+                name = m.group(1) or m.group(2)
+                if name in _NOT_FUNCTIONS or name in found:
                     continue
-                found[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body))
-            for name, start, body, via in _macro_definitions(masked):
-                if name not in found:
-                    found[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via)
-        self._impls = found
+                found[name] = KernelDefinition(name, rel, text.count("\n", 0, m.start()) + 1, self._stubs_called(m.group(3)))
+            if "#define" in text and "TORCH_IMPL_FUNC" in text:
+                for name, start, body, via in _macro_definitions(text):
+                    if name not in found:
+                        found[name] = KernelDefinition(
+                            name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via
+                        )
+        self._defs = found
         return found
 
     def find(self, kernel: str) -> KernelDefinition | None:
-        d = self.impls().get(kernel)
-        if d is not None:
-            return d
-        plain = re.compile(rf"\b{re.escape(kernel)}\s*\(")
-        for rel, path in self.files:
-            text = self.text(rel, path)
-            if kernel not in text:
-                continue
-            masked = mask_c_comments_and_strings(text)
-            for m in plain.finditer(masked):
-                close = match_close(masked, m.end() - 1)
-                if close < 0:
-                    continue
-                after = masked[close + 1 : close + 40].lstrip()
-                after = after[len("const") :].lstrip() if after.startswith("const") else after
-                if not after.startswith("{"):
-                    continue
-                open_brace = masked.index("{", close)
-                end = match_close(masked, open_brace)
-                body = masked[open_brace : end + 1 if end >= 0 else len(masked)]
-                return KernelDefinition(kernel, rel, text.count("\n", 0, m.start()) + 1, self._stubs_called(body))
-        return None
+        return self.definitions().get(kernel)
 
 
-def _definitions(masked: str, text: str) -> Iterable[tuple[str, int, str]]:
-    """(kernel, offset, body) of each ``TORCH_IMPL_FUNC(k)(...) { body }`` outside #defines."""
-    for m in _IMPL_FUNC.finditer(masked):
-        line_start = masked.rfind("\n", 0, m.start()) + 1
-        if masked[line_start : m.start()].lstrip().startswith("#"):
-            continue
-        if _in_define(masked, m.start()):
-            continue
-        open_brace = masked.find("{", m.end())
-        if open_brace < 0:
-            continue
-        end = match_close(masked, open_brace)
-        yield m.group(1), m.start(), masked[open_brace : end + 1 if end >= 0 else len(masked)]
-
-
-def _in_define(masked: str, offset: int) -> bool:
-    """Whether ``offset`` is on a backslash-continued #define."""
-    line_start = masked.rfind("\n", 0, offset) + 1
-    while True:
-        if masked[line_start:].lstrip(" \t").startswith("#"):
-            return masked[line_start:].lstrip(" \t#").startswith("define")
-        if line_start == 0:
-            return False
-        prev_end = line_start - 1
-        prev_start = masked.rfind("\n", 0, prev_end) + 1
-        if not masked[prev_start:prev_end].rstrip().endswith("\\"):
-            return False
-        line_start = prev_start
-
-
-def _macro_definitions(masked: str) -> Iterable[tuple[str, int, str, str]]:
+def _macro_definitions(text: str) -> Iterable[tuple[str, int, str, str]]:
     """(kernel, offset, body, macro) for each instance of a #define whose body is a
     TORCH_IMPL_FUNC with the kernel as a parameter."""
+    # #define lines and instances start a line, so comments cannot hide them: the raw text is
+    # searched (masking megabytes of .cpp for a few macros would cost more than all the rest)
     macros = []
-    for m in _DEFINE_WITH_IMPL.finditer(masked):
+    for m in _DEFINE_WITH_IMPL.finditer(text):
         body = m.group(3).replace("\\\n", "\n")
         if "TORCH_IMPL_FUNC" not in body:
             continue
         params = [p.strip() for p in m.group(2).split(",")]
         macros.append((m.group(1), params, body))
     for name, params, body in macros:
-        for inst in re.finditer(rf"^[ \t]*{re.escape(name)}\s*\(", masked, re.M):
-            close = match_close(masked, inst.end() - 1)
+        for inst in re.finditer(rf"^[ \t]*{re.escape(name)}\s*\(", text, re.M):
+            close = match_close(text, inst.end() - 1)
             if close < 0:
                 continue
-            args = [a.strip() for a in masked[inst.end() : close].split(",")]
+            args = [a.strip() for a in text[inst.end() : close].split(",")]
             if len(args) != len(params):
                 continue
             values = dict(zip(params, args))
             expanded = re.sub(r"\b(\w+)\b", lambda w: values.get(w.group(1), w.group(1)), body)
             expanded = re.sub(r"\s*##\s*", "", expanded)
-            for kernel, _off, kbody in _definitions(expanded, expanded):
-                yield kernel, inst.start(), kbody, name
+            for impl in _IMPL_FUNC.finditer(expanded):
+                open_brace = expanded.find("{", impl.end())
+                if open_brace < 0:
+                    continue
+                end = match_close(expanded, open_brace)
+                yield impl.group(1), inst.start(), expanded[open_brace : end + 1 if end >= 0 else len(expanded)], name
 
 
 class StubResolver:

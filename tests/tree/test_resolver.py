@@ -1,0 +1,138 @@
+"""tree.resolver: row -> CPU/CUDA kernel -> definition -> stub -> DECLARE_DISPATCH."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mpsgen.tree.native_yaml import scan_native_functions
+from mpsgen.tree.resolver import (
+    RULE_DEFINITION,
+    RULE_EXACT,
+    RULE_MODULE,
+    RULE_OVERLOAD,
+    StubResolver,
+    name_candidates,
+)
+
+YAML = """\
+- func: acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: acos_out
+
+- func: sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: sub_out
+
+- func: special_foo.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)
+  python_module: special
+  dispatch:
+    CPU, CUDA: special_foo_out
+
+- func: pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: pow_Tensor_Tensor_out
+
+- func: signbit.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU: signbit_out
+    CUDA: signbit_out
+
+- func: div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: div_out_mode
+"""
+
+STUBS = {
+    name: ("aten/src/ATen/native/Ops.h", i + 1)
+    for i, name in enumerate(
+        ["acos_stub", "add_stub", "sub_stub", "foo_stub", "pow_tensor_tensor_stub", "signbit_stub",
+         "div_trunc_stub", "div_floor_stub"]
+    )
+}
+
+CPP = """\
+namespace at::native {
+
+#define MAKE_UNARY(out_name, stub_name)                                  \\
+  TORCH_IMPL_FUNC(out_name)(const Tensor& self, const Tensor& result) { \\
+    stub_name(device_type(), *this);                                    \\
+  }
+
+MAKE_UNARY(acos_out, acos_stub)
+
+TORCH_IMPL_FUNC(sub_out)
+(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& result) {
+  // sub_stub(device_type(), *this);  -- a comment does not count
+  add_stub(device_type(), *this, -alpha);
+}
+
+Tensor& signbit_out(const Tensor& self, Tensor& result) {
+  auto iter = TensorIterator::unary_op(result, self);
+  signbit_stub(iter.device_type(), iter);
+  return result;
+}
+
+TORCH_IMPL_FUNC(div_out_mode)(const Tensor& self, const Tensor& other, std::optional<std::string_view> mode, const Tensor& result) {
+  if (!mode.has_value()) {
+    div_true_stub(device_type(), *this);
+  } else if (*mode == "trunc") {
+    div_trunc_stub(device_type(), *this);
+  } else {
+    div_floor_stub(device_type(), *this);
+  }
+}
+
+} // namespace at::native
+"""
+
+
+def rows():
+    return scan_native_functions(YAML).by_name()
+
+
+def resolver(tmp_path: Path, with_cpp: bool = True) -> StubResolver:
+    files = []
+    if with_cpp:
+        path = tmp_path / "Ops.cpp"
+        path.write_text(CPP)
+        files = [("aten/src/ATen/native/Ops.cpp", str(path))]
+    return StubResolver(STUBS, files)
+
+
+def test_definitions_are_read(tmp_path):
+    r, e = resolver(tmp_path), rows()
+    acos = r.resolve(e["acos.out"])
+    assert (acos.stub, acos.rule, acos.definition.via) == ("acos_stub", RULE_DEFINITION, "MAKE_UNARY")
+    assert acos.declared_at == ("aten/src/ATen/native/Ops.h", 1)
+    signbit = r.resolve(e["signbit.out"])  # separate CPU:/CUDA: lines, plain function
+    assert signbit.stub == "signbit_stub" and signbit.definition.line == 16 and not signbit.foreign
+
+
+def test_another_ops_stub_is_foreign(tmp_path):
+    sub = resolver(tmp_path).resolve(rows()["sub.out"])
+    assert sub.stub == "add_stub" and sub.foreign and sub.verified
+    assert "sub_out (aten/src/ATen/native/Ops.cpp:10) calls add_stub" in sub.describe()
+
+
+def test_several_stubs_are_ambiguous(tmp_path):
+    div = resolver(tmp_path).resolve(rows()["div.out_mode"])
+    assert div.stub is None and div.ambiguous == ("div_trunc_stub", "div_floor_stub")  # div_true_stub is undeclared here
+    assert "calls several stubs" in div.describe()
+
+
+def test_name_rules_without_cpp(tmp_path):
+    r, e = resolver(tmp_path, with_cpp=False), rows()
+    assert (r.resolve(e["acos.out"]).stub, r.resolve(e["acos.out"]).rule) == ("acos_stub", RULE_EXACT)
+    foo = r.resolve(e["special_foo.out"])
+    assert (foo.stub, foo.rule) == ("foo_stub", RULE_MODULE)
+    pow_ = r.resolve(e["pow.Tensor_Tensor_out"])
+    assert (pow_.stub, pow_.rule) == ("pow_tensor_tensor_stub", RULE_OVERLOAD)
+    assert "no .cpp in this tree defines it" in pow_.describe()
+    assert [n for n, _ in name_candidates(e["pow.Tensor_Tensor_out"], "pow_Tensor_Tensor_out")][:2] == [
+        "pow_stub", "pow_tensor_tensor_stub"]
+
+
+def test_nothing_found_names_the_candidates(tmp_path):
+    e = scan_native_functions("- func: nope.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU, CUDA: nope_out\n").entries[0]
+    res = resolver(tmp_path, with_cpp=False).resolve(e)
+    assert res.stub is None and "tried nope_stub" in res.describe()
