@@ -321,6 +321,14 @@ def plan_new_op(
             f"Give --expr, --functor-file or a spec in specs/{spec.name}.yaml."
         )
 
+    # the host will ask the library for "<kernel>": some REGISTER_* line or bulk-macro line must name it
+    metal_after = changeset.current_text(metal_src)
+    if not re.search(rf"^[ \t]*\w+\([ \t]*{re.escape(kspec.name)}[ \t]*[,)]", metal_after, re.M):
+        changeset.blockers.append(
+            f"{metal_rel} registers no kernel named {kspec.name!r} (no REGISTER_* line names it), but the host "
+            f'code calls exec_{spec.base_kind}_kernel(iter, "{kspec.name}"): it would fail at run time.'
+        )
+
     # -- the host kernel -------------------------------------------------------------------------
     mm_src = tree.read(mm_rel, what="host kernel file")
     mm = scan_mm(mm_src.text)
