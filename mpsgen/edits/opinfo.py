@@ -15,6 +15,7 @@ from mpsgen.tree.reasons import NUMERICS, comment_above, is_unimplemented_reason
 
 _DECORATE = re.compile(r"\bDecorateInfo\(")
 _MPS = re.compile(r"""device_type\s*=\s*['"]mps['"]""")
+_OPENS_TUPLE = re.compile(r"^\s*\w+\s*=\s*[(\[]\s*(#.*)?$")
 _EMPTY_ARG = re.compile(r"^[ \t]*(?:skips|decorators)\s*=\s*\(\s*\)\s*,?[ \t]*\n", re.M)
 
 
@@ -74,7 +75,9 @@ def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = N
     for s, e in found:
         call = span[s:e]
         first = span.count("\n", 0, s)
-        reason = comment_above(lines, first, through=lambda ln: "DecorateInfo(" in ln or ln.strip().startswith(("'", '"', "device_type", "dtypes", "active_if")))
+        # the nearest comment block above, over the decorators of its run (up to the
+        # `skips=(` / `decorators=(` that opens the tuple)
+        reason = comment_above(lines, first, through=lambda ln: not _OPENS_TUPLE.match(ln))
         if NUMERICS.search(call):
             why = "tunes numerics (the new kernel's tests need it too)"
         elif is_unimplemented_reason(reason) or is_unimplemented_reason(call):
