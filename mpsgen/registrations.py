@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mpsgen.errors import Refused
 from mpsgen.spec import OpSpec
 from mpsgen.tree.metal import MacroDef, MetalSource
-from mpsgen.tree.source import split_args
+from mpsgen.tree.source import close_bracket, split_args
 
 BaseCall = tuple[str, tuple[str, ...]]  # (macro, dtype args after NAME)
 
@@ -122,21 +122,12 @@ def required_calls(spec: OpSpec) -> list[BaseCall]:
 
 
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
-_PAREN = re.compile(r"[()]")
 _BRACKETS = re.compile(r"[()\[\]{}<>]")
 
 
 def close_paren(text: str, open_pos: int) -> int:
     """Offset of the ``)`` closing the ``(`` at ``open_pos`` (-1 if none)."""
-    depth = 0
-    for m in _PAREN.finditer(text, open_pos):
-        if m.group() == "(":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.start()
-    return -1
+    return close_bracket(text, open_pos)
 
 
 def parse_calls(body: str) -> list[tuple[str, list[str]]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction
+from mpsgen.tree.source import close_bracket
 from mpsgen.tree.stubs import collect_stubs
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
@@ -32,26 +33,7 @@ RULE_KERNEL = "kernel name"
 _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
 _DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
-_BRACKETS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
-
-
-def match_close(text: str, open_pos: int) -> int:
-    """Offset of the bracket closing the one at ``open_pos`` (-1 if none), visiting brackets only."""
-    opener = text[open_pos]
-    depth = 0
-    for m in _BRACKETS[opener].finditer(text, open_pos):
-        if m.group() == opener:
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.start()
-    return -1
-
-
 _SKIP_DIRS = {"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"}
-
-
 @dataclass(frozen=True)
 class KernelDefinition:
     """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
@@ -229,7 +211,7 @@ def _macro_definitions(text: str) -> Iterable[tuple[str, int, str, str]]:
         macros.append((m.group(1), params, body))
     for name, params, body in macros:
         for inst in re.finditer(rf"^[ \t]*{re.escape(name)}\s*\(", text, re.M):
-            close = match_close(text, inst.end() - 1)
+            close = close_bracket(text, inst.end() - 1)
             if close < 0:
                 continue
             args = [a.strip() for a in text[inst.end() : close].split(",")]
@@ -242,7 +224,7 @@ def _macro_definitions(text: str) -> Iterable[tuple[str, int, str, str]]:
                 open_brace = expanded.find("{", impl.end())
                 if open_brace < 0:
                     continue
-                end = match_close(expanded, open_brace)
+                end = close_bracket(expanded, open_brace)
                 yield impl.group(1), inst.start(), expanded[open_brace : end + 1 if end >= 0 else len(expanded)], name
 
 
