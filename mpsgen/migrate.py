@@ -252,16 +252,21 @@ def plan_migrate(
         )
 
     # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
+    checks = [(f.path, line, check) for fs in found.values() for f in fs for line, check in input_checks(tree.read(f.path).text, f.impl)]
     changeset = plan_new_op(
-        tree, spec, yaml_mode="migrate", table=table, rows=[r.entry for r in movable], allow_dtype_loss=allow_dtype_loss
+        tree,
+        spec,
+        yaml_mode="migrate",
+        table=table,
+        rows=[r.entry for r in movable],
+        allow_dtype_loss=allow_dtype_loss,
+        mpsgraph_checks=tuple(c for _p, _l, c in checks),
     )
-    for fs in found.values():
-        for f in fs:
-            for line, check in input_checks(tree.read(f.path).text, f.impl):
-                changeset.warnings.append(
-                    f"{f.path}:{line}: the removed MPSGraph code checks `{check}`; carry it over to the Metal path "
-                    "(or the op's meta function) if it still applies."
-                )
+    for path, line, check in checks:
+        changeset.warnings.append(
+            f"{path}:{line}: the removed MPSGraph code checks `{check}`; carry it over to the Metal path "
+            "(or the op's meta function) if it still applies."
+        )
 
     # -- native_functions.yaml ------------------------------------------------------------
     rows = [r.name for r in movable]

@@ -21,7 +21,7 @@ from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, 
 from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
-from mpsgen.tree.opinfo import find_op_entries, find_ref_entries
+from mpsgen.tree.opinfo import declared_dtypes, find_op_entries, find_ref_entries
 from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.schema import shape_problem
 
@@ -159,6 +159,32 @@ def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver
     return stubs[0], notes, []
 
 
+_MPS_REAL = frozenset(
+    {"torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16", "torch.int8",
+     "torch.uint8", "torch.bool"}
+)
+
+
+def real_dtypes_lost(spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...]) -> list[str]:
+    """Real dtypes MPS serves for the op today that the new registrations would not: the
+    OpInfo's MPS dtypes, less those common_mps.py xfails for the op, less integers when the
+    MPSGraph code checks for floating inputs. Empty when it cannot be told (no OpInfo dtypes,
+    or an entry xfailing every dtype)."""
+    if not targets.dtypes:
+        return []
+    from mpsgen.edits.common_mps import xfail_entries
+
+    served = set(targets.dtypes) & _MPS_REAL
+    for e in xfail_entries(common_text)[1]:
+        if e.key in targets.keys:
+            if e.dtypes is None:
+                return []
+            served -= set(e.dtypes)
+    if any(re.search(r"isFloatingType|is_floating_point", c) for c in checks):
+        served &= {"torch.float32", "torch.float16", "torch.bfloat16"}
+    return sorted(served - covered_torch_dtypes(spec))
+
+
 def _add_needed_includes(tree: PytorchTree, metal_rel: str, text: str, functor: str, changeset: Changeset) -> str:
     """Include the c10/metal header declaring each ``c10::metal::`` function the functor
     calls, unless the file already sees it; a function no header declares is a blocker."""
@@ -211,6 +237,7 @@ class OpInfoTargets:
     keys: set[str]  # common_mps keys that may name the op (OpInfo names, variants, aliases, guesses)
     found: set[str]  # the op's OpInfo keys that exist in the OpInfo files
     spans: list[tuple[str, list[tuple[int, int]]]]  # per OpInfo file, the entries to edit
+    dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
 
 
 def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpInfoTargets:
@@ -227,6 +254,7 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpIn
     found: set[str] = set()  # OpInfo keys (name + variant) that exist
     keys: set[str] = set(guesses)
     spans: dict[str, list[tuple[int, int]]] = {}
+    dtypes: set[str] = set()
     for rel, src in texts.items():
         if not any(g in src.text for g in guesses):
             continue
@@ -236,13 +264,15 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpIn
             keys.add(entry.name + entry.variant)
             keys.update(entry.aliases)
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
+            if not entry.ctor.startswith("Foreach"):
+                dtypes |= declared_dtypes(src.text, entry) or set()
     for rel, src in texts.items():
         if not any(n in src.text for n in names):
             continue
         for entry in find_ref_entries(rel, src.text, names):
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
     merged = [(rel, sorted(set(s))) for rel, s in spans.items()]
-    return OpInfoTargets(keys, found, merged)
+    return OpInfoTargets(keys, found, merged, dtypes)
 
 
 def plan_new_op(
@@ -253,6 +283,7 @@ def plan_new_op(
     table: NativeFunctions | None = None,
     rows: list[NativeFunction] | None = None,
     allow_dtype_loss: bool = True,
+    mpsgraph_checks: tuple[str, ...] = (),
 ) -> Changeset:
     """``table``: native_functions.yaml already scanned, when the caller has it. ``rows``: with
     ``yaml_mode="migrate"``, the rows the kernel will serve (their stub is the one registered)."""
@@ -365,6 +396,20 @@ def plan_new_op(
     targets = opinfo_keys(tree, spec, table)
     keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
+    if yaml_mode == "migrate" and common is not None:
+        lost_real = real_dtypes_lost(spec, targets, common.text, mpsgraph_checks)
+        if lost_real:
+            lost = (
+                f"the MPSGraph kernel of {spec.name} serves {', '.join(lost_real)} today (its OpInfo tests them on MPS "
+                f"and {COMMON_MPS} does not xfail them), but the new registrations do not cover them"
+            )
+            if not allow_dtype_loss:
+                raise Refused(
+                    lost + ".",
+                    hint="Add the dtype groups that cover them (--int2float or --integer), or pass --allow-dtype-loss "
+                    "to drop them knowingly.",
+                )
+            changeset.warnings.append(lost + " (--allow-dtype-loss).")
     if yaml_mode == "migrate" and common is not None and "complex" not in spec.dtypes:
         # what MPS serves today must not be dropped silently
         from mpsgen.tree.xfails import complex_supported

@@ -354,7 +354,7 @@ def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
     text = text.replace("    CPU, CUDA: pow_Scalar_out\n", "    CPU: pow_Scalar_out\n    CUDA: pow_Scalar_out\n", 1)  # fixed by Deliver 7? see test
     yaml_path.write_text(text, encoding="utf-8")
     before = snapshot(real_tree)
-    args = ("migrate-from-mpsgraph", "pow", "--binary", "--expr", "::metal::pow(a, b)", "--root", real_tree)
+    args = ("migrate-from-mpsgraph", "pow", "--binary", "--integer", "--expr", "::metal::pow(a, b)", "--root", real_tree)
     refused = run(*args)
     assert refused.exit_code == 1 and "pow.Scalar_out" in refused.output and "--partial" in refused.output
     assert snapshot(real_tree) == before
@@ -503,12 +503,12 @@ def test_split_cpu_cuda_lines_migrate_by_pointing_mps_at_their_kernel(real_tree:
     minimal edit names that kernel on the MPS line, nothing else in the entry moves."""
     before = read(real_tree, YAML)
     assert "    CPU: signbit_out\n    CUDA: signbit_out\n    MPS: signbit_out_mps\n" in before
-    res = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--root", real_tree)
+    res = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--allow-dtype-loss", "--root", real_tree)
     assert res.exit_code == 0, res.output
     after = read(real_tree, YAML)
     assert after == before.replace("    MPS: signbit_out_mps\n", "    MPS: signbit_out\n", 1)
     assert "signbit_out_mps" not in read(real_tree, f"{OPS}/UnaryOps.mm")
-    again = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--root", real_tree)
+    again = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--allow-dtype-loss", "--root", real_tree)
     assert again.exit_code == 0 and "nothing to do" in again.output
 
 
@@ -537,3 +537,15 @@ def test_removed_input_checks_are_listed(real_tree: Path, run):
     assert res.exit_code == 0, res.output
     assert "UnaryOps.mm:" in res.output and "TORCH_CHECK(isFloatingType(self.scalar_type())" in res.output
     assert "carry it over" in res.output
+
+
+def test_integer_dtypes_mpsgraph_serves_are_not_dropped_silently(real_tree: Path, run):
+    before = snapshot(real_tree)
+    res = run("migrate-from-mpsgraph", "pow", "--binary", "--expr", "::metal::pow(a, b)", "--partial", "--root", real_tree)
+    assert res.exit_code == 1
+    assert "serves torch.bool, torch.int16, torch.int32, torch.int64, torch.int8, torch.uint8 today" in res.output
+    assert "--allow-dtype-loss" in res.output
+    assert snapshot(real_tree) == before
+    # frac's MPSGraph code checks for floating inputs: a float-only kernel loses nothing
+    ok = run("migrate-from-mpsgraph", "frac", "--unary", "--expr", "x - ::metal::trunc(x)", "--dry-run", "--root", real_tree)
+    assert ok.exit_code == 0, ok.output

@@ -120,3 +120,38 @@ def find_ref_entries(path: str, text: str, opinfo_names: set[str]) -> list[OpInf
             if h:
                 wanted[h[0]] = h
     return [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]
+
+
+# torch.testing._internal.common_dtype helpers an OpInfo's `dtypes=` is written with
+_FLOATS = {"torch.float32", "torch.float64"}
+_INTS = {"torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64"}
+_COMPLEXES = {"torch.complex64", "torch.complex128"}
+_DTYPE_HELPERS = {
+    "all_types": _FLOATS | _INTS,
+    "all_types_and_complex": _FLOATS | _INTS | _COMPLEXES,
+    "floating_types": _FLOATS,
+    "floating_and_complex_types": _FLOATS | _COMPLEXES,
+    "integral_types": _INTS,
+    "complex_types": _COMPLEXES,
+}
+_DTYPES_KWARG = re.compile(r"\b(dtypesIfMPS|dtypes)\s*=\s*(\w+)\(([^()]*)\)")
+
+
+def declared_dtypes(text: str, entry: OpInfoEntry) -> set[str] | None:
+    """The dtypes an OpInfo entry tests on MPS: its ``dtypesIfMPS=`` if given, else its
+    ``dtypes=`` (the helper-call forms, such as ``all_types_and(torch.bool, torch.half)``;
+    a DecorateInfo's ``dtypes=(...)`` tuple is not one). None when neither can be read."""
+    from mpsgen.tree.xfails import canonical_dtype
+
+    found: dict[str, set[str]] = {}
+    for m in _DTYPES_KWARG.finditer(text, entry.open_paren, entry.close_paren):
+        between = text[entry.open_paren + 1 : m.start()]
+        if sum(between.count(c) for c in "([{") != sum(between.count(c) for c in ")]}"):
+            continue  # inside a nested call (a DecorateInfo's dtypes), not the entry's own
+        helper = m.group(2)
+        base = helper[: -len("_and")] if helper.endswith("_and") else helper
+        if base not in _DTYPE_HELPERS or m.group(1) in found:
+            continue
+        extra = {canonical_dtype(a) for a in m.group(3).split(",") if a.strip()}
+        found[m.group(1)] = _DTYPE_HELPERS[base] | extra
+    return found.get("dtypesIfMPS", found.get("dtypes"))
