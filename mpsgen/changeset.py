@@ -269,9 +269,47 @@ class Changeset:
             self.tree.forget(e.relpath)
         return [e.relpath for _p, e in done]
 
-    def write_patch(self, target: Path) -> None:
+    def write_patch(self, target: Path, *, force: bool = False) -> None:
+        """Write the diff to ``target``: a new file (an existing one only with ``force``), never
+        a file of the tree itself that this change edits or that git tracks."""
         text = self.diff()
+        resolved = target.resolve()
+        root = self.tree.root
+        if resolved == root or root in resolved.parents:
+            rel = resolved.relative_to(root).as_posix() if resolved != root else "."
+            if rel in {e.relpath for e in self.edits} or _git_tracks(root, rel):
+                raise BadInput(
+                    f"--patch {target}: that is {rel}, a file of the PyTorch tree (tracked by git or edited by this "
+                    "change); the patch would replace it.",
+                    hint="Write the patch outside the tracked sources, e.g. --patch /tmp/op.patch.",
+                )
+        if resolved.is_dir():
+            raise BadInput(f"--patch {target}: is a directory; give a file name.")
+        if resolved.exists() and not force:
+            raise BadInput(
+                f"--patch {target}: the file exists; nothing written.",
+                hint="Pick a new file name, or pass --force to overwrite it.",
+            )
         try:
-            target.write_text(text, encoding="utf-8", newline="")
+            with open(target, "x" if not force else "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except FileExistsError:
+            raise BadInput(f"--patch {target}: the file appeared meanwhile; nothing written.") from None
         except OSError as exc:
             raise BadInput(f"--patch {target}: cannot write ({exc.strerror}).") from None
+
+
+def _git_tracks(root: Path, rel: str) -> bool:
+    """Whether git tracks ``rel`` in the checkout at ``root`` (False outside a git checkout)."""
+    import subprocess
+
+    if not (root / ".git").exists():
+        return False
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--error-unmatch", "--", rel],
+            capture_output=True, timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0

@@ -109,8 +109,12 @@ def report(
         if blocked and not force:
             raise typer.Exit(1)
         return
+    if patch is not None and str(patch) == "-":
+        sys.stdout.write(changeset.diff())
+        err.print(f"wrote the patch to standard output ({len(changeset.changed)} file(s)).")
+        return
     if patch is not None:
-        changeset.write_patch(patch)
+        changeset.write_patch(patch, force=force)
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
     written = changeset.apply()
@@ -259,6 +263,11 @@ def demo(
             raise BadInput(f"--op {op}: no shipped spec specs/{op}.yaml.")
         spec = load_spec(spec_path, display=f"specs/{op}.yaml")
         with tempfile.TemporaryDirectory(prefix="mpsgen-demo-") as tmp:
+            if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
+                raise BadInput(
+                    f"--keep {keep}: it exists and is not an empty folder; the practice tree would overwrite it.",
+                    hint="Name a new folder (it is created) or an empty one.",
+                )
             root = keep or Path(tmp) / "pytorch"
             root, real = build_practice_tree(root)
             err.print(

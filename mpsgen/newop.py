@@ -290,8 +290,10 @@ def plan_new_op(
     changeset = Changeset(tree)
     metal_rel = spec.files.get("metal") or DEFAULT_METAL[spec.base_kind]
     mm_rel = spec.files.get("mm") or DEFAULT_MM[spec.base_kind]
-    tree.resolve(metal_rel, "files.metal")
-    tree.resolve(mm_rel, "files.mm")
+    for rel, what in ((metal_rel, "files.metal"), (mm_rel, "files.mm")):
+        path = tree.resolve(rel, what)
+        if path.exists() and not path.is_file():
+            raise BadInput(f"{what} {rel} is not a regular file.", hint="Name a .metal/.mm source file of the tree.")
 
     # -- native_functions.yaml ---------------------------------------------------------------
     yaml_src = tree.read(NATIVE_FUNCTIONS)

@@ -136,6 +136,21 @@ def check_relpath(value: str) -> str | None:
     return None
 
 
+TARGET_DIRS = {
+    "metal": ("aten/src/ATen/native/mps/kernels/", ".metal"),
+    "mm": ("aten/src/ATen/native/mps/operations/", ".mm"),
+}
+
+
+def check_target_file(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be the spec's ``files.<key>`` (a kernel or host source of the MPS backend)."""
+    folder, suffix = TARGET_DIRS[key]
+    path = value.replace("\\", "/")
+    if not (path.startswith(folder) and path.endswith(suffix) and "/" not in path[len(folder) :]):
+        return f"{value!r} is not a {suffix} file directly under {folder} (the only files a spec may direct edits to)."
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading from YAML, with positions
 
@@ -293,10 +308,13 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
                     continue
                 val = _scalar(v)
                 why = check_relpath(val) if val is not None else "must be a path relative to the PyTorch root."
+                why = why or check_target_file(key, val)
                 if why:
                     problems.append((_loc(shown, v), f"files.{key}: {why}"))
                 else:
                     files[key] = val.replace("\\", "/")
+            if len(files) == 2 and files["metal"] == files["mm"]:
+                problems.append((_loc(shown, vnode), "files.metal and files.mm name the same file; give two files."))
 
     alpha_type = need_str("alpha_type")
     if alpha_type is not None and not _C_IDENT.match(alpha_type):
