@@ -35,8 +35,8 @@ app = typer.Typer(
 spec_app = typer.Typer(no_args_is_help=True, help="Work with op spec files (schema: specs/README.md).")
 app.add_typer(spec_app, name="spec")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 RootOption = typer.Option(None, "--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
 
@@ -180,7 +180,12 @@ def build_spec(
         functor = FunctorSource(expr=expr, origin="--expr")
     elif functor_file is not None:
         try:
-            functor = FunctorSource(body=functor_file.read_text(encoding="utf-8"), origin=str(functor_file))
+            from mpsgen.tree.source import read_bounded
+
+            body = read_bounded(functor_file, "--functor-file", limit=1024 * 1024).decode("utf-8")
+            if not body.strip():
+                raise BadInput(f"--functor-file {functor_file} is empty; give the functor's struct body.")
+            functor = FunctorSource(body=body, origin=str(functor_file))
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"--functor-file {functor_file}: cannot read it ({exc}).") from None
     else:

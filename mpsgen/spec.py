@@ -175,6 +175,17 @@ def load_spec(path: Path | str, *, display: str | None = None) -> OpSpec:
 def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
     path = Path(path)
     shown = display or str(path)
+    from mpsgen.errors import BadInput as _BadInput
+    from mpsgen.tree.source import read_bounded
+
+    if path.exists() and not path.is_dir():
+        try:
+            text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
+        except _BadInput as exc:
+            return None, [(Location(shown), exc.message)]
+        except UnicodeDecodeError:
+            return None, [(Location(shown), "spec file is not valid UTF-8.")]
+        return parse_spec_text(text, shown)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -102,3 +102,57 @@ def test_target_that_is_not_a_regular_file(real_tree: Path, run, tmp_path: Path)
     res = run("new-op", "heaviside", "--spec", spec, "--root", real_tree)
     assert res.exit_code == 2 and "not a regular file" in res.output
     assert os.listdir(fifo_dir) == []
+
+
+def test_paths_with_brackets_are_printed_as_they_are(tmp_path: Path, run):
+    from mpsgen.practice import build_practice_tree
+
+    root, _ = build_practice_tree(tmp_path / "pytorch[wip]" / "a[/]b")
+    res = run(*OP, "--root", root)
+    assert res.exit_code == 0, res.output
+    assert "pytorch[wip]" in res.output and "a[/]b" in res.output
+
+
+def test_spec_validate_keeps_bracketed_hints(tmp_path: Path, run):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: heaviside\nkind: binary\nrows: [heaviside.out, 'bad row']\n")
+    res = run("spec", "validate", spec)
+    assert res.exit_code == 2 and "'bad row'" in res.output
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["new-op", "heaviside", "--spec", "/dev/zero"], ["/dev/zero", "not a regular file"]),
+        (["new-op", "heaviside", "--binary", "--functor-file", "/dev/zero"], ["/dev/zero", "not a regular file"]),
+        (["check", "@/dev/zero"], ["/dev/zero", "not a regular file"]),
+    ],
+)
+def test_devices_are_not_read(real_tree: Path, run, args, words):
+    res = run(*args, "--root", real_tree)
+    assert res.exit_code == 2, res.output
+    for w in words:
+        assert w in res.output
+
+
+def test_a_fifo_in_place_of_a_kernel_file_is_refused_not_waited_on(real_tree: Path, run):
+    metal = real_tree / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    metal.unlink()
+    os.mkfifo(metal)
+    res = run(*OP, "--root", real_tree)
+    assert res.exit_code == 2 and "not a regular file" in res.output
+
+
+def test_an_empty_functor_file_is_refused(real_tree: Path, run, tmp_path: Path):
+    empty = tmp_path / "f.metal"
+    empty.write_text("  \n")
+    res = run(*OP, "--functor-file", empty, "--root", real_tree)
+    assert res.exit_code == 2 and "is empty" in res.output
+
+
+def test_check_refuses_a_fifo_instead_of_hanging(real_tree: Path, run):
+    metal = real_tree / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    metal.unlink()
+    os.mkfifo(metal)
+    res = run("check", "--root", real_tree)
+    assert res.exit_code == 2 and "not a regular file" in res.output

@@ -39,6 +39,9 @@ class CheckResult:
         return f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}"
 
 
+from mpsgen.tree.source import read_bounded  # noqa: E402
+
+
 def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:
     """``@FILE`` stands for the paths listed in FILE, one a line (lintrunner's PATHSFILE)."""
     out: list[str] = []
@@ -46,7 +49,10 @@ def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:
         if p.startswith("@") and len(p) > 1:
             listing = (cwd / p[1:]) if not os.path.isabs(p[1:]) else Path(p[1:])
             try:
-                out += [ln.strip() for ln in listing.read_text(encoding="utf-8").splitlines() if ln.strip()]
+                text = read_bounded(listing, "cannot read the path list").decode("utf-8")
+                if "\x00" in text:
+                    raise BadInput(f"the path list {p[1:]} holds a NUL byte: it is not a list of paths.")
+                out += [ln.strip() for ln in text.splitlines() if ln.strip()]
             except (OSError, UnicodeDecodeError) as exc:
                 raise BadInput(f"cannot read the path list {p[1:]}: {getattr(exc, 'strerror', None) or exc}.") from None
         else:

@@ -40,7 +40,7 @@ from mpsgen.tree import (
     PytorchTree,
 )
 from mpsgen.tree.metal import MacroDef
-from mpsgen.tree.source import SourceFile, split_args
+from mpsgen.tree.source import SourceFile, read_bounded, split_args
 from mpsgen.tree.stubs import collect_stubs
 
 MPS_DIR = "aten/src/ATen/native/mps"
@@ -873,11 +873,7 @@ class Index:
     def read(self, rel: str) -> str:
         text = self._texts.get(rel)
         if text is None:
-            try:
-                with open(self._path(rel), "rb") as fh:
-                    raw = fh.read()
-            except OSError as exc:
-                raise BadInput(f"cannot read {rel} in {self.root}: {exc.strerror or exc}.") from None
+            raw = read_bounded(self._path(rel), f"{rel} in {self.root}:")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:

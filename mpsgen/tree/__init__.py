@@ -75,6 +75,12 @@ class PytorchTree:
         if cached is not None:
             return cached
         path = self.resolve(relpath, what)
+        if path.exists() and not path.is_dir():
+            from mpsgen.tree.source import read_bounded
+
+            source = SourceFile.from_bytes(relpath, read_bounded(path, what))
+            self._cache[relpath] = source
+            return source
         try:
             raw = path.read_bytes()
         except FileNotFoundError:

@@ -109,6 +109,48 @@ def match_close(masked: str, open_pos: int) -> int:
     return -1
 
 
+MAX_FILE_BYTES = 20 * 1024 * 1024  # native_functions.yaml is 0.6 MB, the largest OpInfo file 1.4 MB
+
+
+def read_bounded(path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else (a FIFO, a
+    device such as /dev/zero, a folder, a huge file) is refused with BadInput, never read."""
+    import os
+    import stat as stat_mod
+
+    from mpsgen.errors import BadInput
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise BadInput(f"{what} {path}: no such file.") from None
+    except OSError as exc:
+        raise BadInput(f"{what} {path}: cannot open it ({exc.strerror or exc}).") from None
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            kind = "a folder" if stat_mod.S_ISDIR(st.st_mode) else "not a regular file (a FIFO, device or socket)"
+            raise BadInput(f"{what} {path} is {kind}; mpsgen reads regular files only.")
+        if st.st_size > limit:
+            raise BadInput(
+                f"{what} {path} is {st.st_size / 1e6:.0f} MB, over mpsgen's {limit // (1024 * 1024)} MB limit for one "
+                "file; no PyTorch source is that large, so it is not read."
+            )
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise BadInput(f"{what} {path} grew past {limit // (1024 * 1024)} MB while read; not read.")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 _BRACKET_PAIRS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
 
 
