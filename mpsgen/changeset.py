@@ -7,14 +7,17 @@ place, restoring the originals if any step fails.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import signal
+import threading
 import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsgen.errors import BadInput, Refused
+from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
@@ -226,45 +229,61 @@ class Changeset:
                 )
 
     def apply(self) -> list[str]:
-        """Write every changed file, or none. Returns the paths written."""
+        """Write every changed file, or none. Returns the paths written.
+
+        SIGINT/SIGTERM/SIGHUP that arrive while staging or renaming are held until the step is
+        over (all files written, or none), then reported as :class:`Interrupted`; every temporary
+        file is removed on every path."""
         self.check_writable()
         self.check_unchanged()
+        with _signals_held() as held:
+            written = self._apply()
+        if held:
+            raise Interrupted(
+                f"interrupted ({held[0]}) while writing; the change was completed first: all {len(written)} file(s) "
+                "were written, none half-way."
+            )
+        return written
+
+    def _apply(self) -> list[str]:
         staged: list[tuple[Path, Path, FileEdit]] = []
         try:
             for e in self.changed:
                 path = self.tree.resolve(e.relpath)
                 fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mpsgen", dir=path.parent)
+                staged.append((path, Path(tmp), e))
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(e.new_bytes)
                 os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-                staged.append((path, Path(tmp), e))
         except OSError as exc:
-            for _p, tmp, _e in staged:
-                tmp.unlink(missing_ok=True)
+            _remove(staged)
             raise Refused(f"could not stage the edits ({exc.strerror}: {exc.filename}); nothing was written.") from None
+        except BaseException:
+            _remove(staged)
+            raise
         # last look just before the renames
         try:
             self.check_unchanged()
-        except Refused:
-            for _p, tmp, _e in staged:
-                tmp.unlink(missing_ok=True)
+        except BaseException:
+            _remove(staged)
             raise
         done: list[tuple[Path, FileEdit]] = []
         try:
             for path, tmp, e in staged:
                 os.replace(tmp, path)
                 done.append((path, e))
-        except OSError as exc:
+        except BaseException as exc:
             for path, e in reversed(done):
                 try:
                     path.write_bytes(e.source.raw)
                 except OSError:
                     pass
-            for _p, tmp, _e in staged:
-                tmp.unlink(missing_ok=True)
-            raise Refused(
-                f"writing {exc.filename} failed ({exc.strerror}); every file was restored to its previous content."
-            ) from None
+            _remove(staged)
+            if isinstance(exc, OSError):
+                raise Refused(
+                    f"writing {exc.filename} failed ({exc.strerror}); every file was restored to its previous content."
+                ) from None
+            raise
         for _path, e in done:
             self.tree.forget(e.relpath)
         return [e.relpath for _p, e in done]
@@ -297,6 +316,46 @@ class Changeset:
             raise BadInput(f"--patch {target}: the file appeared meanwhile; nothing written.") from None
         except OSError as exc:
             raise BadInput(f"--patch {target}: cannot write ({exc.strerror}).") from None
+
+
+class Interrupted(MpsgenError):
+    """A signal arrived while applying; the apply finished first (exit 130)."""
+
+    exit_code = 130
+
+
+def _remove(staged: list[tuple[Path, Path, FileEdit]]) -> None:
+    for _p, tmp, _e in staged:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT, SIGTERM and SIGHUP for the duration (main thread only); yields the list
+    of the names of those that arrived."""
+    arrived: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield arrived
+        return
+    wanted = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {}
+
+    def hold(signum, _frame):
+        arrived.append(signal.Signals(signum).name)
+
+    for sig in wanted:
+        try:
+            previous[sig] = signal.signal(sig, hold)
+        except (OSError, ValueError):
+            pass
+    try:
+        yield arrived
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _git_tracks(root: Path, rel: str) -> bool:

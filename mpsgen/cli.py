@@ -28,6 +28,7 @@ from mpsgen.tree import PytorchTree
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -408,11 +409,38 @@ def check(
 
 
 def main() -> None:
+    """Run the app; an interrupt before anything is written ends with a message and exit 130
+    (not "Aborted!" or a traceback from an import inside a command)."""
+    from typer._click import exceptions as click_exceptions
+
     try:
-        app()
-    except KeyboardInterrupt:  # pragma: no cover
+        code = app(standalone_mode=False)
+    except (KeyboardInterrupt, typer.Abort):
         err.print("interrupted; nothing written.")
         sys.exit(130)
+    except click_exceptions.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BaseException as exc:
+        # a library may wrap an interrupt in its own error (libcst re-raises a KeyboardInterrupt
+        # from inside its code generator as an error carrying a dump of the tree)
+        if _interrupted(exc):
+            err.print("interrupted; nothing written.")
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 50:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 if __name__ == "__main__":

@@ -1,0 +1,19 @@
+"""``python -m mpsgen`` and the ``mpsgen`` console script: the CLI, with an interrupt during
+start-up (imports) reported like one during planning, never as a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from mpsgen.cli import main as cli_main
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted; nothing written.\n")
+        sys.exit(130)
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
