@@ -185,6 +185,35 @@ def real_dtypes_lost(spec: OpSpec, targets: OpInfoTargets, common_text: str, che
     return sorted(served - covered_torch_dtypes(spec))
 
 
+def _refuse_dtype_loss(
+    spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...], allow: bool, changeset: Changeset
+) -> None:
+    """A migration must not drop what MPS serves today: refuse (or, when allowed, warn) for
+    real dtypes the MPSGraph kernel serves and complex support common_mps.py records."""
+    from mpsgen.tree.xfails import complex_supported
+
+    losses: list[tuple[str, str]] = []  # (what is lost, how to keep it)
+    lost_real = real_dtypes_lost(spec, targets, common_text, checks)
+    if lost_real:
+        losses.append((
+            f"the MPSGraph kernel of {spec.name} serves {', '.join(lost_real)} today (its OpInfo tests them on MPS "
+            f"and {COMMON_MPS} does not xfail them), but the new registrations do not cover them",
+            "add the dtype groups that cover them (--int2float or --integer)",
+        ))
+    served = sorted((targets.found or {spec.name}) & complex_supported(common_text)) if "complex" not in spec.dtypes else []
+    if served:
+        losses.append((
+            f"MPS serves {', '.join(served)} with complex inputs today ({COMMON_MPS} lists it among the "
+            "complex-supporting ops), but the new registrations cover no complex dtype: torch.complex64 "
+            "and torch.complex32 would be lost",
+            "add the complex group (--complex, or `complex` in the spec's dtypes) with a functor that handles float2/half2",
+        ))
+    for lost, keep in losses:
+        if not allow:
+            raise Refused(lost + ".", hint=f"To keep them, {keep}; or pass --allow-dtype-loss to drop them knowingly.")
+        changeset.warnings.append(lost + " (--allow-dtype-loss).")
+
+
 def _add_needed_includes(tree: PytorchTree, metal_rel: str, text: str, functor: str, changeset: Changeset) -> str:
     """Include the c10/metal header declaring each ``c10::metal::`` function the functor
     calls, unless the file already sees it; a function no header declares is a blocker."""
@@ -399,37 +428,7 @@ def plan_new_op(
     keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
     if yaml_mode == "migrate" and common is not None:
-        lost_real = real_dtypes_lost(spec, targets, common.text, mpsgraph_checks)
-        if lost_real:
-            lost = (
-                f"the MPSGraph kernel of {spec.name} serves {', '.join(lost_real)} today (its OpInfo tests them on MPS "
-                f"and {COMMON_MPS} does not xfail them), but the new registrations do not cover them"
-            )
-            if not allow_dtype_loss:
-                raise Refused(
-                    lost + ".",
-                    hint="Add the dtype groups that cover them (--int2float or --integer), or pass --allow-dtype-loss "
-                    "to drop them knowingly.",
-                )
-            changeset.warnings.append(lost + " (--allow-dtype-loss).")
-    if yaml_mode == "migrate" and common is not None and "complex" not in spec.dtypes:
-        # what MPS serves today must not be dropped silently
-        from mpsgen.tree.xfails import complex_supported
-
-        served = sorted((targets.found or {spec.name}) & complex_supported(common.text))
-        if served:
-            lost = (
-                f"MPS serves {', '.join(served)} with complex inputs today ({COMMON_MPS} lists it among the "
-                f"complex-supporting ops), but the new registrations cover no complex dtype: torch.complex64 "
-                "and torch.complex32 would be lost"
-            )
-            if not allow_dtype_loss:
-                raise Refused(
-                    lost + ".",
-                    hint="Add the complex group (--complex, or `complex` in the spec's dtypes) with a functor that "
-                    "handles float2/half2, or pass --allow-dtype-loss to drop them knowingly.",
-                )
-            changeset.warnings.append(lost + " (--allow-dtype-loss).")
+        _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset)
     if common is not None:
         complex_keys = targets.found if "complex" in spec.dtypes else set()
         kept_entries: list[tuple[int, str]] = []
