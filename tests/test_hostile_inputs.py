@@ -156,3 +156,18 @@ def test_check_refuses_a_fifo_instead_of_hanging(real_tree: Path, run):
     os.mkfifo(metal)
     res = run("check", "--root", real_tree)
     assert res.exit_code == 2 and "not a regular file" in res.output
+
+
+def test_check_path_missing_is_exit_2(real_tree: Path, run):
+    res = run("check", "--root", real_tree, real_tree / "aten/src/ATen/native/nope.mm")
+    assert res.exit_code == 2 and "no such file or folder" in res.output
+
+
+def test_check_a_folder_means_the_files_under_it(real_tree: Path, run):
+    whole = run("check", "--root", real_tree)
+    assert whole.exit_code == 1  # the practice tree with 2.13's yaml has findings
+    for folder in (real_tree, real_tree / "aten/src/ATen/native"):
+        res = run("check", "--root", real_tree, folder)
+        assert res.exit_code == 1 and "no findings" not in res.output, folder
+    top = run("check", "--root", real_tree, real_tree)
+    assert top.stdout == whole.stdout

@@ -79,6 +79,19 @@ def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: Path | None =
                 f"{p} is outside the PyTorch tree {tree.root}.",
                 hint="Pass paths inside the tree (relative to the current directory or absolute), or point --root at the tree holding them.",
             ) from None
+        if not full.exists():
+            raise BadInput(
+                f"{p}: no such file or folder (looked for {full}).",
+                hint="Pass existing paths inside the tree; to check the whole tree, pass no path.",
+            )
+        if full.is_dir():
+            if full == tree.root:
+                return None  # the whole tree
+            for dirpath, dirnames, filenames in os.walk(full):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                base = Path(dirpath).relative_to(tree.root)
+                out.update((base / f).as_posix() for f in filenames)
+            continue
         out.add(rel.as_posix())
     return frozenset(out)
 

@@ -145,4 +145,5 @@ def test_paths_report_only_findings_touching_them(check_tree, monkeypatch):
     assert [c for c, *_ in found(check_tree, [str(check_tree / UNARY_METAL)])] == ["MPS004"]
     assert [c for c, *_ in found(check_tree, ["UnaryKernel.mm"], cwd=check_tree / "aten/src/ATen/native/mps/operations")] == []
     assert [c for c, *_ in found(check_tree, [YAML], cwd=check_tree)] == ["MPS002"]
+    (check_tree / "README.md").write_text("not an MPS source\n")
     assert found(check_tree, ["README.md"], cwd=check_tree) == []
