@@ -25,6 +25,7 @@ from mpsgen.spec import (
     parse_spec,
 )
 from mpsgen.tree import PytorchTree
+from mpsgen.tree.source import read_bounded
 
 app = typer.Typer(
     add_completion=False,
@@ -181,8 +182,6 @@ def build_spec(
         functor = FunctorSource(expr=expr, origin="--expr")
     elif functor_file is not None:
         try:
-            from mpsgen.tree.source import read_bounded
-
             body = read_bounded(functor_file, "--functor-file", limit=1024 * 1024).decode("utf-8")
             if not body.strip():
                 raise BadInput(f"--functor-file {functor_file} is empty; give the functor's struct body.")

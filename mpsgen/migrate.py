@@ -22,6 +22,7 @@ from mpsgen.render import resource_dir
 from mpsgen.spec import OpSpec
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.mm import MPSGraphImpl, scan_mm
+from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
 from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, scan_native_functions
@@ -108,16 +109,9 @@ def input_checks(text: str, impl: MPSGraphImpl) -> list[tuple[int, str]]:
     body = "\n".join(lines[impl.start_line : impl.end_line + 1])
     out = []
     for m in _TORCH_CHECK.finditer(body):
-        depth, i = 0, m.end() - 1
-        while i < len(body):
-            if body[i] == "(":
-                depth += 1
-            elif body[i] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        out.append((impl.start_line + body.count("\n", 0, m.start()) + 1, " ".join(body[m.start() : i + 1].split())))
+        close = close_bracket(body, m.end() - 1)
+        end = close + 1 if close >= 0 else len(body)
+        out.append((impl.start_line + body.count("\n", 0, m.start()) + 1, " ".join(body[m.start() : end].split())))
     return out
 
 

@@ -172,10 +172,10 @@ def real_dtypes_lost(spec: OpSpec, targets: OpInfoTargets, common_text: str, che
     or an entry xfailing every dtype)."""
     if not targets.dtypes:
         return []
-    from mpsgen.edits.common_mps import xfail_entries
+    from mpsgen.tree.xfails import read_xfail_entries
 
     served = set(targets.dtypes) & _MPS_REAL
-    for e in xfail_entries(common_text)[1]:
+    for e in read_xfail_entries(common_text):
         if e.key in targets.keys:
             if e.dtypes is None:
                 return []

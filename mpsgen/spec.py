@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from mpsgen.errors import BadInput, Location, SpecErrors
+from mpsgen.tree.source import read_bounded
 
 KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 
@@ -175,25 +176,14 @@ def load_spec(path: Path | str, *, display: str | None = None) -> OpSpec:
 def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
     path = Path(path)
     shown = display or str(path)
-    from mpsgen.errors import BadInput as _BadInput
-    from mpsgen.tree.source import read_bounded
-
-    if path.exists() and not path.is_dir():
-        try:
-            text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
-        except _BadInput as exc:
-            return None, [(Location(shown), exc.message)]
-        except UnicodeDecodeError:
-            return None, [(Location(shown), "spec file is not valid UTF-8.")]
-        return parse_spec_text(text, shown)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None, [(Location(shown), "spec file not found.")]
+    try:  # a regular file of at most 1 MB: /dev/zero or a FIFO is refused, not read
+        text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
+    except BadInput as exc:
+        return None, [(Location(shown), exc.message)]
     except UnicodeDecodeError:
         return None, [(Location(shown), "spec file is not valid UTF-8.")]
-    except OSError as exc:
-        return None, [(Location(shown), f"cannot read spec file: {exc.strerror}.")]
     return parse_spec_text(text, shown)
 
 

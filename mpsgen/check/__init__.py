@@ -19,6 +19,7 @@ from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
 from mpsgen.errors import BadInput
 from mpsgen.tree import PytorchTree
+from mpsgen.tree.source import read_bounded
 
 __all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "explain", "resolve_paths", "run_check"]
 
@@ -37,9 +38,6 @@ class CheckResult:
         if self.paths is None:
             return "whole tree"
         return f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}"
-
-
-from mpsgen.tree.source import read_bounded  # noqa: E402
 
 
 def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:

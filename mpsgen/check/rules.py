@@ -7,7 +7,6 @@ Precision over recall: a rule only reports what it can tie to a line with confid
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter, defaultdict
 from functools import cached_property
@@ -18,7 +17,7 @@ from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
 from mpsgen.tree.resolver import StubResolver, native_cpp_files
-from mpsgen.tree.xfails import XfailEntry, canonical_dtype
+from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
 MAX_LISTED = 4
@@ -475,7 +474,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
             on_metal[op] = names
     if not on_metal:
         return
-    for entry in xfail_entries_fast(text):
+    for entry in read_xfail_entries(text):
         op = next((c for c in _op_candidates(entry.key) if c in on_metal), None)
         if op is None:
             continue
@@ -520,56 +519,3 @@ def _op_candidates(key: str) -> list[str]:
     if key.startswith("nn.functional."):
         out.append(key[len("nn.functional.") :])
     return out
-
-
-def _statements(nodes: list) -> Iterator[ast.AST]:
-    """Every statement of ``nodes`` and of the blocks nested in them (functions, classes,
-    if/for/while/with/try/match bodies): where an assignment can be, without visiting
-    the expressions that :func:`ast.walk` also goes through."""
-    for node in nodes:
-        yield node
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            sub = getattr(node, name, None)
-            if isinstance(sub, list):
-                yield from _statements(sub)
-
-
-def _source(node: ast.expr) -> str:
-    """``ast.unparse(node)``, without unparsing the common ``torch.float32`` and ``x``."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"{node.value.id}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    return ast.unparse(node)
-
-
-def xfail_entries_fast(text: str) -> list[XfailEntry]:
-    """The entries :func:`mpsgen.edits.common_mps.xfail_entries` reads, with ``ast`` (fast)."""
-    try:
-        module = ast.parse(text)
-    except SyntaxError:
-        return []
-    entries = []
-    for fn in _statements(module.body):
-        if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
-            continue
-        for node in _statements(fn.body):
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign):
-                targets, value = [node.target], node.value
-            else:
-                continue
-            if not isinstance(value, ast.Dict):
-                continue
-            for t in targets:
-                if not isinstance(t, ast.Name) or ("XFAIL" not in t.id and "SKIP" not in t.id):
-                    continue
-                for k, v in zip(value.keys, value.values):
-                    if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                        continue
-                    dtypes = None
-                    if isinstance(v, (ast.List, ast.Tuple)):
-                        dtypes = tuple(canonical_dtype(_source(x)) for x in v.elts)
-                    entries.append(XfailEntry(t.id, k.value, dtypes, k.lineno))
-    return entries

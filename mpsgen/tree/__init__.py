@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from mpsgen.errors import BadInput
-from mpsgen.tree.source import SourceFile
+from mpsgen.tree.source import SourceFile, read_bounded
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 NATIVE_DIR = "aten/src/ATen/native"
@@ -75,24 +75,13 @@ class PytorchTree:
         if cached is not None:
             return cached
         path = self.resolve(relpath, what)
-        if path.exists() and not path.is_dir():
-            from mpsgen.tree.source import read_bounded
-
-            source = SourceFile.from_bytes(relpath, read_bounded(path, what))
-            self._cache[relpath] = source
-            return source
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        if not path.exists():
             raise BadInput(
                 f"{what} {relpath} does not exist in {self.root}.",
                 hint="Check the checkout (git status) or name another file in the spec's 'files'.",
-            ) from None
-        except IsADirectoryError:
-            raise BadInput(f"{what} {relpath} is a directory, not a file.") from None
-        except OSError as exc:
-            raise BadInput(f"cannot read {what} {relpath}: {exc.strerror}.") from None
-        source = SourceFile.from_bytes(relpath, raw)
+            )
+        # regular files only, of bounded size: a folder, FIFO or device is refused, not read
+        source = SourceFile.from_bytes(relpath, read_bounded(path, what))
         self._cache[relpath] = source
         return source
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction
 from mpsgen.tree.source import close_bracket
-from mpsgen.tree.stubs import collect_stubs
+from mpsgen.tree.stubs import declared_stubs
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
 
@@ -238,13 +238,7 @@ class StubResolver:
 
     @classmethod
     def for_tree(cls, tree: PytorchTree, stubs: dict[str, tuple[str, int]] | None = None) -> StubResolver:
-        if stubs is None:
-            stubs = collect_stubs((rel, tree.root / rel) for rel in tree.list_files(NATIVE_DIR, (".h",), recursive=True))
-        return cls(stubs, native_cpp_files(tree.root))
-
-    @property
-    def has_sources(self) -> bool:
-        return bool(self._cpp.files)
+        return cls(declared_stubs(tree) if stubs is None else stubs, native_cpp_files(tree.root))
 
     def resolve(self, entry: NativeFunction, kernel: str | None = None) -> StubResolution:
         kernel = (kernel or host_kernel(entry) or "").rpartition("::")[2] or None

@@ -7,7 +7,9 @@ with CRLF, so bytes outside the touched lines stay identical.
 
 from __future__ import annotations
 
+import os
 import re
+import stat as stat_mod
 from dataclasses import dataclass
 
 from mpsgen.errors import BadInput, Location
@@ -115,11 +117,6 @@ MAX_FILE_BYTES = 20 * 1024 * 1024  # native_functions.yaml is 0.6 MB, the larges
 def read_bounded(path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else (a FIFO, a
     device such as /dev/zero, a folder, a huge file) is refused with BadInput, never read."""
-    import os
-    import stat as stat_mod
-
-    from mpsgen.errors import BadInput
-
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:

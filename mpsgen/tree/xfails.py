@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
 
 from dataclasses import dataclass
 
@@ -57,3 +59,57 @@ def complex_supported(text: str) -> set[str]:
         body = "\n".join(line.split("#", 1)[0] for line in text[m.end() : i].split("\n"))
         found.update(_STRING.findall(body))
     return found
+
+
+def _statements(nodes: list) -> Iterator[ast.AST]:
+    """Every statement of ``nodes`` and of the blocks nested in them (functions, classes,
+    if/for/while/with/try/match bodies): where an assignment can be, without visiting
+    the expressions that :func:`ast.walk` also goes through."""
+    for node in nodes:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            sub = getattr(node, name, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
+
+
+def _source(node: ast.expr) -> str:
+    """``ast.unparse(node)``, without unparsing the common ``torch.float32`` and ``x``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ast.unparse(node)
+
+
+def read_xfail_entries(text: str) -> list[XfailEntry]:
+    """The xfail/skip entries of ``mps_ops_modifier`` (those :func:`mpsgen.edits.common_mps.xfail_entries`
+    reads with libcst), read with ``ast``: fast, for readers that do not edit; [] when the file does not parse."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return []
+    entries = []
+    for fn in _statements(module.body):
+        if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
+            continue
+        for node in _statements(fn.body):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if not isinstance(value, ast.Dict):
+                continue
+            for t in targets:
+                if not isinstance(t, ast.Name) or ("XFAIL" not in t.id and "SKIP" not in t.id):
+                    continue
+                for k, v in zip(value.keys, value.values):
+                    if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                        continue
+                    dtypes = None
+                    if isinstance(v, (ast.List, ast.Tuple)):
+                        dtypes = tuple(canonical_dtype(_source(x)) for x in v.elts)
+                    entries.append(XfailEntry(t.id, k.value, dtypes, k.lineno))
+    return entries
