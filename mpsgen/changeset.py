@@ -12,6 +12,7 @@ import difflib
 import os
 import signal
 import threading
+import time
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -235,9 +236,10 @@ class Changeset:
         over (all files written, or none), then reported as :class:`Interrupted`; every temporary
         file is removed on every path."""
         self.check_writable()
-        self.check_unchanged()
-        with _signals_held() as held:
-            written = self._apply()
+        with _tree_writer_lock(self.tree.root):
+            self.check_unchanged()
+            with _signals_held() as held:
+                written = self._apply()
         if held:
             raise Interrupted(
                 f"interrupted ({held[0]}) while writing; the change was completed first: all {len(written)} file(s) "
@@ -330,6 +332,40 @@ def _remove(staged: list[tuple[Path, Path, FileEdit]]) -> None:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+WRITER_LOCK_WAIT = 10.0  # seconds a second writer waits for the first
+
+
+@contextlib.contextmanager
+def _tree_writer_lock(root: Path, wait: float | None = None):
+    """One mpsgen writes to a tree at a time: an exclusive ``flock`` on the tree's root folder
+    itself (no lock file is created in the tree), held from the last conflict check to the
+    last rename. A second writer waits up to ``wait`` seconds, then is refused; after the first
+    one it finds the files changed and refuses with "changed since mpsgen read it"."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: no lock, the conflict check still guards
+        yield
+        return
+    wait = WRITER_LOCK_WAIT if wait is None else wait
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Refused(
+                        f"another mpsgen has been writing to {root} for {wait:.0f} s; nothing was written.",
+                        hint="Wait for it to finish, then run the command again.",
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 @contextlib.contextmanager

@@ -19,10 +19,10 @@ from mpsgen.render import resource_dir
 from mpsgen.spec import (
     FunctorSource,
     OpSpec,
-    check_dtype_groups,
     check_name,
     load_spec,
     parse_spec,
+    spec_problems,
 )
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
@@ -141,6 +141,8 @@ def build_spec(
     stub: Optional[str],
     rows: Optional[list[str]],
 ) -> OpSpec:
+    """The spec of this run: the ``--spec`` file (or a shipped one) with the flags laid over it,
+    then checked once by :func:`mpsgen.spec.spec_problems`, however it was assembled."""
     if why := check_name(op, "op name"):
         raise BadInput(why, hint="Give the aten op name, e.g. `mpsgen new-op heaviside --binary`.")
     chosen = [k for k, on in (("unary", unary), ("binary", binary)) if on] + ([kind] if kind else [])
@@ -148,59 +150,47 @@ def build_spec(
         raise BadInput(f"--unary, --binary and --kind are mutually exclusive (got {', '.join('--' + c for c in chosen)}).")
     if expr is not None and functor_file is not None:
         raise BadInput("--expr and --functor-file are mutually exclusive: give the functor one way.")
-    if stub is not None and (why := check_name(stub, "--stub")):
-        raise BadInput(why)
-    groups = [g for g, on in (("int2float", int2float), ("integer", integer), ("integer_no_bool", integer_no_bool), ("complex", complex_), ("opmath", opmath)) if on]
+    groups = tuple(g for g, on in (("int2float", int2float), ("integer", integer), ("integer_no_bool", integer_no_bool), ("complex", complex_), ("opmath", opmath)) if on)
 
-    if spec_file is not None:
-        spec = load_spec(spec_file)
-        if spec.name != op:
-            raise BadInput(f"--spec {spec_file} describes {spec.name!r}, not {op!r}.")
-        if chosen and chosen[0] != spec.kind:
-            raise BadInput(f"--{chosen[0]} contradicts the spec's kind {spec.kind!r} ({spec_file}).")
-        extra: dict[str, object] = {}
-        if groups:
-            extra["dtypes"] = spec.dtypes + tuple(groups)
-        if stub:
-            extra["stub"] = stub
-        if rows:
-            extra["rows"] = tuple(rows)
-        if expr is not None:
-            extra["functor"] = FunctorSource(expr=expr, origin="--expr")
-        return dataclasses.replace(spec, **extra)
-
-    if not chosen:
-        raise BadInput(f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary).")
-    the_kind = chosen[0]
-    problems = check_dtype_groups(the_kind, groups)
-    if problems:
-        raise BadInput(" ".join(problems))
-    functor = FunctorSource()
+    functor: FunctorSource | None = None
     if expr is not None:
-        if not expr.strip() or "\n" in expr:
-            raise BadInput("--expr must be one C++ expression on one line (use --functor-file for a whole body).")
         functor = FunctorSource(expr=expr, origin="--expr")
     elif functor_file is not None:
         try:
             body = read_bounded(functor_file, "--functor-file", limit=1024 * 1024).decode("utf-8")
-            if not body.strip():
-                raise BadInput(f"--functor-file {functor_file} is empty; give the functor's struct body.")
-            functor = FunctorSource(body=body, origin=str(functor_file))
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"--functor-file {functor_file}: cannot read it ({exc}).") from None
+        functor = FunctorSource(body=body, origin=f"--functor-file {functor_file}")
+
+    if spec_file is not None:
+        base = load_spec(spec_file)
+        if base.name != op:
+            raise BadInput(f"--spec {spec_file} describes {base.name!r}, not {op!r}.")
+        if chosen and chosen[0] != base.kind:
+            raise BadInput(f"--{chosen[0]} contradicts the spec's kind {base.kind!r} ({spec_file}).")
+        spec = dataclasses.replace(
+            base,
+            dtypes=base.dtypes + groups,
+            stub=stub or base.stub,
+            rows=tuple(rows) if rows else base.rows,
+            functor=functor or base.functor,
+        )
+        origin = f"--spec {spec_file} with the flags given"
     else:
-        shipped = resource_dir("specs") / f"{op}.yaml"
-        if shipped.is_file():
-            shipped_spec = load_spec(shipped, display=f"specs/{op}.yaml")
-            functor = shipped_spec.functor
-    return OpSpec(
-        name=op,
-        kind=the_kind,
-        functor=functor,
-        dtypes=tuple(groups),
-        stub=stub or "",
-        rows=tuple(rows) if rows else None,
-    )
+        if not chosen:
+            raise BadInput(f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary).")
+        if functor is None:
+            shipped = resource_dir("specs") / f"{op}.yaml"
+            if shipped.is_file():
+                functor = load_spec(shipped, display=f"specs/{op}.yaml").functor
+        spec = OpSpec(
+            name=op, kind=chosen[0], functor=functor or FunctorSource(), dtypes=groups, stub=stub or "", rows=tuple(rows) if rows else None
+        )
+        origin = "the flags"
+    problems = spec_problems(spec)
+    if problems:
+        raise BadInput(f"{origin}: " + " ".join(problems))
+    return spec
 
 
 @app.command("new-op")
@@ -422,6 +412,13 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except RecursionError:
+        err.print("error: the input is nested too deeply to read; nothing written.")
+        sys.exit(2)
+    except OSError as exc:  # the system refused a path (a name too long, a loop of symlinks, ...)
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"error: {where}{exc.strerror or exc}; nothing written. Check the path and try again.")
+        sys.exit(2)
     except BaseException as exc:
         # a library may wrap an interrupt in its own error (libcst re-raises a KeyboardInterrupt
         # from inside its code generator as an error carrying a dump of the tree)

@@ -25,7 +25,7 @@ from mpsgen.tree.mm import MPSGraphImpl, scan_mm
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
-from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, scan_native_functions
+from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, read_native_functions, scan_native_functions
 
 # ---------------------------------------------------------------------------------------------
 # Rows with a separate MPS kernel
@@ -178,8 +178,7 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
 def plan_migrate(
     tree: PytorchTree, spec: OpSpec, *, partial: bool = False, allow_dtype_loss: bool = False
 ) -> Changeset:
-    yaml_src = tree.read(NATIVE_FUNCTIONS)
-    table = scan_native_functions(yaml_src.text)
+    yaml_src, table = read_native_functions(tree)
     of_op = table.of_op(spec.name)
     if not of_op:
         choose_rows(spec, table)  # refuses with new-op's wording and close matches
@@ -467,7 +466,7 @@ def summary(candidates: list[Candidate]) -> str:
 
 def missing_kind_error(tree: PytorchTree, op: str) -> BadInput:
     """The error for a migration given no kind and no spec, with the kind the schema suggests."""
-    table = scan_native_functions(tree.read(NATIVE_FUNCTIONS).text)
+    _src, table = read_native_functions(tree)
     legacy = legacy_rows(table.of_op(op))
     guess = guess_kind(legacy[0].entry.func) if legacy else "other"
     flag = {"unary": "--unary", "binary": "--binary"}.get(guess, f"--kind {guess}")

@@ -20,10 +20,11 @@ from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
-from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
+from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
 from mpsgen.tree.opinfo import declared_dtypes, find_op_entries, find_ref_entries
 from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.schema import shape_problem
+from mpsgen.tree.source import python_syntax_problem
 
 _PARAMS = {1: ["x"], 2: ["a", "b"], 3: ["a", "b", "c"]}
 
@@ -325,9 +326,9 @@ def plan_new_op(
             raise BadInput(f"{what} {rel} is not a regular file.", hint="Name a .metal/.mm source file of the tree.")
 
     # -- native_functions.yaml ---------------------------------------------------------------
-    yaml_src = tree.read(NATIVE_FUNCTIONS)
+    yaml_src, scanned = read_native_functions(tree)
     if table is None:
-        table = scan_native_functions(yaml_src.text)
+        table = scanned
     if yaml_mode == "add":
         choice = choose_rows(spec, table)
         rows = [e.name for e in choice.rows]
@@ -427,6 +428,8 @@ def plan_new_op(
     targets = opinfo_keys(tree, spec, table)
     keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
+    if common is not None and (problem := python_syntax_problem(common)) is not None:
+        raise problem
     if yaml_mode == "migrate" and common is not None:
         _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset)
     if common is not None:

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from mpsgen.errors import BadInput, Location, SpecErrors
-from mpsgen.tree.source import read_bounded
+from mpsgen.tree.source import mask_c_comments_and_strings, read_bounded
 
 KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 
@@ -23,6 +23,7 @@ DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "
 SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type")
 FILE_KEYS = ("metal", "mm")
 
+MAX_NAME = 128  # the longest aten name is under 60 characters; file names built from it must fit
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ROW = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?\Z")
 _CXX_KEYWORDS = frozenset(
@@ -93,6 +94,8 @@ def check_name(name: str, where: str) -> str | None:
     """Why ``name`` cannot be used as an op/stub identifier, or None if it can."""
     if not isinstance(name, str) or not name:
         return f"{where} must be a non-empty C identifier."
+    if len(name) > MAX_NAME:
+        return f"{where} is {len(name)} characters long; aten op and stub names are identifiers of at most {MAX_NAME}."
     if not _C_IDENT.match(name):
         shown = name.encode("unicode_escape").decode("ascii")
         return (
@@ -152,6 +155,116 @@ def check_target_file(key: str, value: str) -> str | None:
     return None
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _shown(text: str) -> str:
+    return text.encode("unicode_escape").decode("ascii")
+
+
+def _bracket_problem(masked: str, what: str) -> str | None:
+    """Why the brackets of ``masked`` (comments and strings blanked) do not pair up, or None."""
+    stack: list[str] = []
+    for ch in masked:
+        if ch in _PAIRS:
+            stack.append(_PAIRS[ch])
+        elif ch in ")]}":
+            if not stack:
+                return f"{what} has a {ch!r} that closes nothing it opened; it would end the code around it."
+            if stack.pop() != ch:
+                return f"{what} has mismatched brackets ({ch!r})."
+    if stack:
+        return f"{what} leaves {stack[-1]!r} unclosed."
+    return None
+
+
+def check_expr(expr: str, where: str = "--expr") -> str | None:
+    """Why ``expr`` is not one C++ expression the functor template can return, or None.
+
+    It lands inside ``return static_cast<T>(...);``, so a newline, ``;``, comment,
+    preprocessor line or unpaired bracket would change the code around it."""
+    if not isinstance(expr, str) or not expr.strip():
+        return f"{where} is empty; give one C++ expression of the operands (x, or a and b), e.g. 'a * b'."
+    if "\n" in expr or "\r" in expr:
+        return f"{where} must be one expression on one line; give a whole struct body with --functor-file (or 'functor:' in a spec)."
+    if m := _CONTROL.search(expr):
+        return f"{where} holds the control character {_shown(m.group())!r}; remove it."
+    if "//" in expr:
+        return (
+            f"{where} {expr!r}: '//' starts a C++ comment, which would swallow the rest of the line. "
+            "For floor division write c10::metal::floor_divide(a, b) (or a / b for true division)."
+        )
+    if "/*" in expr or "*/" in expr:
+        return f"{where} {expr!r}: no comments inside the expression."
+    if ";" in expr:
+        return f"{where} {expr!r}: one expression, no statements (';'); give a struct body for more."
+    if "#" in expr:
+        return f"{where} {expr!r}: no preprocessor ('#') in an expression; includes are added by mpsgen."
+    return _bracket_problem(mask_c_comments_and_strings(expr), f"{where} {expr!r}")
+
+
+def check_body(body: str, name: str | None, where: str = "the functor body") -> str | None:
+    """Why ``body`` cannot be a functor's struct body (or a whole ``struct <name>_functor``), or None.
+
+    The body is placed between ``struct <op>_functor {`` and ``};``: its braces must pair up
+    inside it, and nothing may be left open (a string, a block comment) to swallow the ``};``."""
+    if not isinstance(body, str) or not body.strip():
+        return f"{where} is empty; give the functor's struct body (its operator() overloads)."
+    if m := _CONTROL.search(body.replace("\t", " ")):
+        return f"{where} holds the control character {_shown(m.group())!r}; remove it."
+    masked = mask_c_comments_and_strings(body + "\n@")
+    if not masked.endswith("@"):
+        return f"{where} leaves a string or block comment open; it would swallow the struct's closing '}};'."
+    masked = masked[:-1]
+    for number, line in enumerate(masked.split("\n"), 1):
+        if line.lstrip().startswith("#"):
+            return f"{where}, line {number}: no preprocessor lines in a functor; mpsgen adds the includes the kernel file needs."
+    if why := _bracket_problem(masked, where):
+        return why
+    whole = re.match(r"\s*struct\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{", masked)
+    if whole is not None:
+        if name is not None and whole.group(1) != f"{name}_functor":
+            return f"{where} defines struct {whole.group(1)}; it must be struct {name}_functor."
+        close = _matching_brace(masked, whole.end() - 1)
+        rest = masked[close + 1 :].strip()
+        if rest not in ("", ";"):
+            return f"{where} has code after the end of struct {whole.group(1)} ({rest[:30]!r}); give only the functor."
+    return None
+
+
+def _matching_brace(masked: str, pos: int) -> int:
+    depth = 0
+    for i in range(pos, len(masked)):
+        if masked[i] == "{":
+            depth += 1
+        elif masked[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(masked)
+
+
+def spec_problems(spec: OpSpec) -> list[str]:
+    """Every problem with a spec, however it was assembled (a file, flags, or both merged):
+    the one check both paths go through before anything is planned."""
+    problems = []
+    for value, where in ((spec.name, "the op name"), (spec.stub or None, "the stub")):
+        if value is not None and (why := check_name(value, where)):
+            problems.append(why)
+    problems += [p for p in check_dtype_groups(spec.kind, list(spec.dtypes))]
+    f = spec.functor
+    if f.expr is not None and f.body is not None:
+        problems.append(f"the functor is given twice ({f.origin}): as an expression and as a body; give one.")
+    elif f.expr is not None and (why := check_expr(f.expr, f"the functor expression ({f.origin})")):
+        problems.append(why)
+    elif f.body is not None and (why := check_body(f.body, spec.name, f"the functor body ({f.origin})")):
+        problems.append(why)
+    if spec.alpha_type is not None and not _C_IDENT.match(spec.alpha_type):
+        problems.append(f"alpha_type {spec.alpha_type!r} is not a Metal type name.")
+    return problems
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading from YAML, with positions
 
@@ -195,6 +308,14 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         mark = exc.problem_mark or exc.context_mark
         loc = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
         return None, [(loc, f"not valid YAML: {exc.problem or exc}.")]
+    except yaml.reader.ReaderError as exc:  # NUL and other control characters
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        return None, [(Location(shown, line, col), f"character U+{exc.character:04X} is not allowed in a spec (control characters and NUL are not YAML text); remove it.")]
+    except yaml.YAMLError as exc:
+        return None, [(Location(shown), f"not valid YAML: {exc}.")]
+    except RecursionError:
+        return None, [(Location(shown), "nested too deeply to be a spec (a spec is a flat mapping of a few keys).")]
     if root is None or not isinstance(root, yaml.MappingNode):
         where = _loc(shown, root) if root is not None else Location(shown, 1, 1)
         return None, [(where, "a spec must be a YAML mapping with at least 'name' and 'kind'.")]
@@ -247,6 +368,8 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
                     body = _scalar(v)
                 else:
                     problems.append((_loc(shown, k), "'functor' takes 'expr: <C++ expression>' or 'body: <struct body>'."))
+            if expr is not None and body is not None:
+                problems.append((_loc(shown, vnode), "'functor' takes 'expr' or 'body', not both."))
         else:
             problems.append(
                 (_loc(shown, vnode), "'functor' must be the C++ struct body (a string) or a mapping with 'expr'.")
@@ -255,6 +378,12 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         if expr is not None or body is not None:
             problems.append((_loc(shown, fields["expr"][0]), "give either 'functor' or 'expr', not both."))
         expr = need_str("expr")
+    if body is not None and expr is None and (why := check_body(body, name, "'functor'")):
+        problems.append((_loc(shown, fields["functor"][1]), why))
+    if expr is not None and body is None:
+        node = fields["expr"][1] if "expr" in fields else fields["functor"][1]
+        if why := check_expr(expr, "'expr'"):
+            problems.append((_loc(shown, node), why))
     if body is not None or expr is not None:
         functor = FunctorSource(body=body, expr=expr, origin=shown)
 

@@ -71,3 +71,32 @@ def test_diff_reconstructs_the_new_text(old, new):
             i += 1
     result += old[at:]
     assert result == new
+
+
+def test_a_second_writer_waits_then_is_refused_and_writes_nothing(tmp_path: Path, monkeypatch):
+    import fcntl
+    import os
+
+    import pytest
+
+    from mpsgen import changeset as changeset_mod
+    from mpsgen.errors import Refused
+
+    root = tmp_path / "t"
+    (root / "aten/src/ATen/native").mkdir(parents=True)
+    (root / "aten/src/ATen/native/native_functions.yaml").write_text("")
+    (root / "f.h").write_bytes(b"int x;\n")
+    cs = Changeset(PytorchTree(root))
+    cs.add(SourceFile.from_bytes("f.h", b"int x;\n"), "int x;\nint y;\n")
+    monkeypatch.setattr(changeset_mod, "WRITER_LOCK_WAIT", 0.2)
+    held = os.open(root, os.O_RDONLY)  # another mpsgen, in the middle of its writes
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(Refused, match="another mpsgen has been writing"):
+            cs.apply()
+        assert (root / "f.h").read_bytes() == b"int x;\n"
+    finally:
+        os.close(held)
+    assert cs.apply() == ["f.h"]  # once the other writer is done
+    assert (root / "f.h").read_bytes() == b"int x;\nint y;\n"
+    assert sorted(p.name for p in root.iterdir()) == ["aten", "f.h"]  # no lock file left in the tree

@@ -20,6 +20,7 @@ from mpsgen.check.rules import Facts
 from mpsgen.errors import BadInput
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
+from mpsgen.tree.walk import walk_files
 
 __all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "explain", "resolve_paths", "run_check"]
 
@@ -85,10 +86,7 @@ def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: Path | None =
         if full.is_dir():
             if full == tree.root:
                 return None  # the whole tree
-            for dirpath, dirnames, filenames in os.walk(full):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                base = Path(dirpath).relative_to(tree.root)
-                out.update((base / f).as_posix() for f in filenames)
+            out.update(f for f, _ in walk_files(str(full), rel.as_posix()))
             continue
         out.add(rel.as_posix())
     return frozenset(out)

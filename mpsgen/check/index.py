@@ -42,6 +42,7 @@ from mpsgen.tree import (
 from mpsgen.tree.metal import MacroDef
 from mpsgen.tree.source import SourceFile, read_bounded, split_args
 from mpsgen.tree.stubs import collect_stubs
+from mpsgen.tree.walk import walk_files
 
 MPS_DIR = "aten/src/ATen/native/mps"
 HOST_SUFFIXES = (".mm", ".cpp")
@@ -808,33 +809,8 @@ class Index:
         """``PytorchTree.list_files(reldir, suffixes, recursive=True)`` (same files, same
         order: a folder's files by name, then its sub-folders by name, dot-folders and
         symlinked folders not entered), with the directory entries, from ``os.scandir``."""
-        out: list[tuple[str, os.DirEntry]] = []
         base = os.path.join(self._root_str, reldir)
-        if not os.path.isdir(base):
-            return out
-
-        def visit(folder: str, rel: str) -> None:
-            try:
-                with os.scandir(folder) as it:
-                    entries = list(it)
-            except OSError:
-                return
-            files, dirs = [], []
-            for e in entries:
-                try:
-                    is_dir = e.is_dir()
-                except OSError:
-                    is_dir = False
-                (dirs if is_dir else files).append(e)
-            for e in sorted(files, key=lambda e: e.name):
-                if e.name.endswith(suffixes):
-                    out.append((f"{rel}/{e.name}", e))
-            for e in sorted(dirs, key=lambda e: e.name):
-                if not e.name.startswith(".") and not e.is_symlink():
-                    visit(e.path, f"{rel}/{e.name}")
-
-        visit(base, reldir)
-        return out
+        return walk_files(base, reldir, suffixes) if os.path.isdir(base) else []
 
     def _list(self, reldir: str, suffixes: tuple[str, ...]) -> list[str]:
         """The files to scan under ``reldir``; those plainly inside the tree are remembered
@@ -878,7 +854,8 @@ class Index:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-            if text is None or "\r\n" in text:  # the error, or CRLF handling, of the tree scanners
+            if text is None or "\r\n" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+                # the error, CRLF handling or conflict-marker refusal of the tree scanners
                 text = SourceFile.from_bytes(rel, raw).text
             self._texts[rel] = text
         return text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mpsgen.errors import BadInput
 from mpsgen.tree.source import SourceFile, read_bounded
+from mpsgen.tree.walk import walk_files
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 NATIVE_DIR = "aten/src/ATen/native"
@@ -36,10 +37,22 @@ class PytorchTree:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self._cache: dict[str, SourceFile] = {}
+        self.memo: dict[str, tuple] = {}  # what was derived from a file as read: (SourceFile, result)
 
     # -- locating -------------------------------------------------------------------------
     @classmethod
     def locate(cls, root: str | Path | None = None, cwd: Path | None = None) -> PytorchTree:
+        try:
+            return cls._locate(root, cwd)
+        except OSError as exc:  # a name too long, a loop of symlinks, a folder we may not enter
+            where = f"--root {root}" if root is not None else str(cwd or "the current folder")
+            raise BadInput(
+                f"{where}: cannot be used as a PyTorch tree ({exc.strerror or exc}).",
+                hint="Pass the top of a PyTorch checkout with --root, or run mpsgen from inside one.",
+            ) from None
+
+    @classmethod
+    def _locate(cls, root: str | Path | None, cwd: Path | None) -> PytorchTree:
         if root is not None:
             path = Path(root).expanduser()
             if not path.is_dir():
@@ -104,11 +117,7 @@ class PytorchTree:
         if not base.is_dir():
             return found
         if recursive:
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                for f in sorted(filenames):
-                    if f.endswith(suffixes):
-                        found.append(os.path.relpath(os.path.join(dirpath, f), self.root).replace(os.sep, "/"))
+            found = [rel for rel, _ in walk_files(str(base), reldir, suffixes)]
         else:
             for entry in sorted(os.scandir(base), key=lambda e: e.name):
                 if entry.is_file() and entry.name.endswith(suffixes):

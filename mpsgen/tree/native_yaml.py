@@ -9,6 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import yaml
+
+from mpsgen.errors import BadInput, Location
+from mpsgen.tree.source import SourceFile
+
+if TYPE_CHECKING:
+    from mpsgen.tree import PytorchTree
 
 FUNC_HEADER = re.compile(r"- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 _DISPATCH_LINE = re.compile(r"    ([A-Za-z0-9_, ]+):\s*([A-Za-z0-9_:]+)\s*(#.*)?$")
@@ -139,3 +148,68 @@ def scan_native_functions(text: str) -> NativeFunctions:
             )
         i = j
     return NativeFunctions(tuple(entries))
+
+
+def native_yaml_problem(source: SourceFile) -> BadInput | None:
+    """Why ``native_functions.yaml`` is not one mpsgen may edit, or None.
+
+    The edits work on lines, so they would go on through a file YAML cannot read; torchgen
+    then fails at the start of the build. This parses the whole file once (libyaml, ~0.1 s)
+    and asks what torchgen asks of its shape: a list of mappings, each with a ``func``."""
+    text = source.text
+    if text and not text.endswith("\n"):
+        last = text.count("\n") + 1
+        return BadInput(
+            "the file does not end with a newline: it looks truncated (an interrupted copy or a full disk).",
+            location=Location(source.relpath, last),
+            hint="Restore it (`git checkout -- aten/src/ATen/native/native_functions.yaml`) and run mpsgen again.",
+        )
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        return BadInput(
+            f"not valid YAML ({exc.problem or exc}); torchgen could not read it either.",
+            location=Location(source.relpath, mark.line + 1 if mark else 0),
+            hint="Fix or restore the file (git diff / git checkout) before running mpsgen.",
+        )
+    except yaml.YAMLError as exc:
+        return BadInput(f"not valid YAML ({exc}).", location=Location(source.relpath), hint="Fix or restore the file before running mpsgen.")
+    if not isinstance(data, list):
+        return BadInput(
+            "not a YAML list of `- func:` entries.", location=Location(source.relpath, 1), hint="Point --root at a PyTorch checkout."
+        )
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("func"), str):
+            line = _nth_entry_line(text, i)
+            return BadInput(
+                f"entry {i + 1} is not a mapping with a `func:` schema, as every entry of the file must be.",
+                location=Location(source.relpath, line),
+                hint="Fix or restore the file before running mpsgen.",
+            )
+    return None
+
+
+def _nth_entry_line(text: str, index: int) -> int:
+    seen = -1
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.startswith("-"):
+            seen += 1
+            if seen == index:
+                return number
+    return 0
+
+
+def read_native_functions(tree: PytorchTree) -> tuple[SourceFile, NativeFunctions]:
+    """The yaml as read and its rows, refusing a file that is not valid (see :func:`native_yaml_problem`)."""
+    from mpsgen.tree import NATIVE_FUNCTIONS
+
+    source = tree.read(NATIVE_FUNCTIONS)
+    memo = tree.memo.get(NATIVE_FUNCTIONS)
+    if memo is None or memo[0] is not source:
+        problem = native_yaml_problem(source)
+        if problem is not None:
+            raise problem
+        memo = tree.memo[NATIVE_FUNCTIONS] = (source, scan_native_functions(source.text))
+    return memo

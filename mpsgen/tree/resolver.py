@@ -20,6 +20,7 @@ from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.stubs import declared_stubs
+from mpsgen.tree.walk import walk_files
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
 
@@ -33,7 +34,7 @@ RULE_KERNEL = "kernel name"
 _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
 _DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
-_SKIP_DIRS = {"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"}
+_SKIP_DIRS = frozenset({"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"})
 @dataclass(frozen=True)
 class KernelDefinition:
     """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
@@ -290,10 +291,5 @@ def native_cpp_files(root: os.PathLike | str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if not os.path.isdir(base):
         return out
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for f in sorted(filenames):
-            if f.endswith(".cpp"):
-                full = os.path.join(dirpath, f)
-                out.append((os.path.relpath(full, str(root)).replace(os.sep, "/"), full))
+    out.extend((rel, e.path) for rel, e in walk_files(base, NATIVE_DIR, (".cpp",), skip=_SKIP_DIRS))
     return out

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from mpsgen.errors import BadInput, Location
 
 
+# the lines git writes into a file it could not merge
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
+
+
 @dataclass(frozen=True)
 class SourceFile:
     """One file of the tree as read: its bytes, its LF text, and its newline style."""
@@ -35,6 +39,13 @@ class SourceFile:
                 location=Location(relpath, line),
                 hint="mpsgen only edits UTF-8 sources; re-encode the file or restore it from git.",
             ) from None
+        marker = _CONFLICT_MARKER.search(text)
+        if marker is not None:
+            raise BadInput(
+                "the file holds a merge conflict marker; mpsgen does not edit a file in the middle of a merge or rebase.",
+                location=Location(relpath, text.count("\n", 0, marker.start()) + 1),
+                hint="Resolve the conflict (or `git checkout -- <file>`), then run mpsgen again.",
+            )
         crlf = text.count("\r\n")
         if crlf and crlf == text.count("\n"):
             return cls(relpath, raw, text.replace("\r\n", "\n"), "\r\n")
@@ -201,3 +212,21 @@ def split_args(arglist: str) -> list[str]:
     if tail or args:
         args.append(tail)
     return args
+
+
+def python_syntax_problem(source: SourceFile) -> BadInput | None:
+    """Why a Python file of the tree does not parse (a syntax error, mixed tabs and spaces), or None:
+    a file mpsgen edits must parse before and after, or the tests it feeds fail to import."""
+    import ast
+
+    try:
+        compile(source.text, source.relpath, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:  # TabError and IndentationError are SyntaxErrors
+        return BadInput(
+            f"the file is not valid Python ({exc.msg}); the tests that import it would fail too.",
+            location=Location(source.relpath, exc.lineno or 0),
+            hint="Fix or restore it (git diff / git checkout), then run mpsgen again.",
+        )
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return BadInput(f"the file cannot be parsed as Python ({exc}).", location=Location(source.relpath), hint="Fix or restore it.")
+    return None
