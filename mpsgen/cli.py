@@ -400,8 +400,14 @@ def check(
 def main() -> None:
     """Run the app; an interrupt before anything is written ends with a message and exit 130
     (not "Aborted!" or a traceback from an import inside a command)."""
+    import signal
+
     from typer._click import exceptions as click_exceptions
 
+    if hasattr(signal, "SIGXFSZ"):
+        # over a file-size limit (ulimit -f) a write should fail (EFBIG, and the staged files are
+        # removed) rather than kill the process half-way through staging
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         code = app(standalone_mode=False)
     except (KeyboardInterrupt, typer.Abort):

@@ -89,3 +89,26 @@ def test_signals_at_random_points_leave_all_or_nothing(tmp_path: Path):
                 outcomes["applied"] += 1
     assert sum(outcomes.values()) == RUNS
     assert outcomes["untouched"] and outcomes["applied"], outcomes  # both sides of the window were hit
+
+
+def test_a_file_size_limit_mid_staging_writes_nothing_and_leaves_no_temp_file(tmp_path: Path):
+    """`ulimit -f`: the small kernel files stage, native_functions.yaml (~600 KB) does not."""
+    import resource
+
+    from mpsgen.tree import NATIVE_FUNCTIONS
+
+    root, _ = build_practice_tree(tmp_path / "pytorch", real=True)
+    assert (root / NATIVE_FUNCTIONS).stat().st_size > 200_000
+    before = _state(root)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpsgen", *ARGS, "--root", str(root)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, preexec_fn=limit, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "could not stage the edits" in proc.stderr and "nothing was written" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _state(root) == before  # no file changed, no temporary file left
