@@ -631,6 +631,10 @@ class MetalContext:
     base: set[str]
     functors: set[str]
     table: MacroTable
+    # function-like macros of the includes whose expansion defines a functor
+    # (``DEFINE_UNARY_FLOATING_FUNCTOR(erf);`` makes ``erf_functor``), and a pattern of their calls
+    functor_macros: frozenset[str] = frozenset()
+    functor_calls: re.Pattern | None = None
 
 
 class MetalFile:
@@ -934,7 +938,12 @@ class Index:
                 macros.update(h.macros)
                 functors |= h.functors
             base = {n for n, d in macros.items() if n.startswith("REGISTER_") and d.params and d.params[0] == "NAME"}
-            ctx = self._contexts[key] = MetalContext(macros, base, functors, MacroTable(macros, stop=base, memo=self._memo))
+            table = MacroTable(macros, stop=base, memo=self._memo)
+            defining = frozenset(
+                n for n, d in macros.items() if d.params is not None and n not in base and "_functor" in d.body and table.findall(n, _FUNCTOR_ANY)
+            )
+            calls = re.compile(r"\n(" + "|".join(sorted(defining)) + r")[ \t]*(\()") if defining else None
+            ctx = self._contexts[key] = MetalContext(macros, base, functors, table, defining, calls)
         return ctx
 
     def _scan_metal(self, path: str) -> MetalFile:
@@ -1013,6 +1022,19 @@ class Index:
                 mf.add(RegStatement(name, st.args, st.line, True, ops))
             if "_functor" in (table.text(name) or ""):
                 for (fn,) in table.findall(name, _FUNCTOR_ANY):
+                    functors.setdefault(substitute(fn, st.args), st.line)
+        if ctx.functor_calls is not None:
+            # instances of the includes' functor-defining macros (a macro of the file's own
+            # by the same name shadows it, and was handled above)
+            for m in ctx.functor_calls.finditer("\n" + text):
+                name = m.group(1)
+                start = m.start()
+                if name in own or (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
+                    continue
+                st = _statement_at(text, lines, name, m.start(2) - 1, start)
+                if st is None or not st.args:
+                    continue
+                for (fn,) in mf.table.findall(name, _FUNCTOR_ANY):
                     functors.setdefault(substitute(fn, st.args), st.line)
         return mf
 

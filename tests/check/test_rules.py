@@ -147,3 +147,36 @@ def test_paths_report_only_findings_touching_them(check_tree, monkeypatch):
     assert [c for c, *_ in found(check_tree, [YAML], cwd=check_tree)] == ["MPS002"]
     (check_tree / "README.md").write_text("not an MPS source\n")
     assert found(check_tree, ["README.md"], cwd=check_tree) == []
+
+
+def _mps004(root: Path) -> list[tuple[str, str, int, int]]:
+    return [f for f in found(root, [UNARY_METAL], cwd=root) if f[0] == "MPS004"]
+
+
+def test_functor_made_by_a_macro_of_an_included_header_counts(real_tree: Path):
+    """torch 2.13's c10/metal/indexing.h defines DEFINE_UNARY_FLOATING_FUNCTOR(NAME), which
+    makes NAME_functor: a file using it defines erf_functor (no MPS004)."""
+    metal = real_tree / UNARY_METAL
+    regs = "REGISTER_UNARY_OP(erf, float, float);\nREGISTER_UNARY_OP(erf, half, half);\n"
+    metal.write_text(metal.read_text() + "\n" + regs)
+    assert [f[2] for f in _mps004(real_tree)] == [line_of(real_tree, UNARY_METAL, "REGISTER_UNARY_OP(erf, float")]
+    metal.write_text(metal.read_text().replace(regs, "DEFINE_UNARY_FLOATING_FUNCTOR(erf);\n" + regs))
+    assert _mps004(real_tree) == []
+    # in a comment, the macro call defines nothing
+    metal.write_text(metal.read_text().replace("DEFINE_UNARY_FLOATING_FUNCTOR(erf);", "// DEFINE_UNARY_FLOATING_FUNCTOR(erf);"))
+    assert len(_mps004(real_tree)) == 1
+
+
+def test_functor_defining_macro_found_through_nested_includes(real_tree: Path):
+    helpers = real_tree / "aten/src/ATen/native/mps/kernels/functor_helpers.h"
+    helpers.write_text('#pragma once\n#include "functor_macros.h"\n')
+    (helpers.parent / "functor_macros.h").write_text(
+        "#pragma once\n#define MAKE_IDENTITY_FUNCTOR(NAME) \\\n  struct NAME##_functor {          \\\n"
+        "    template <typename T>          \\\n    inline T operator()(const T x) { \\\n      return x;                    \\\n    }                              \\\n  }\n"
+    )
+    metal = real_tree / UNARY_METAL
+    text = metal.read_text()
+    metal.write_text('#include "functor_helpers.h"\n' + text + "\nMAKE_IDENTITY_FUNCTOR(ident);\nREGISTER_UNARY_OP(ident, float, float);\n")
+    assert _mps004(real_tree) == []
+    metal.write_text(text + "\nMAKE_IDENTITY_FUNCTOR(ident);\nREGISTER_UNARY_OP(ident, float, float);\n")  # not included
+    assert len(_mps004(real_tree)) == 1
