@@ -108,7 +108,7 @@ def run_check(tree: PytorchTree, paths: list[str] | None = None, cwd: Path | Non
         facts = Facts(index)
         findings = sorted({f for r in RULES.values() for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
         if selected is not None:
-            findings = [f for f in findings if f.touches(selected, index.mentions)]
+            findings = [f for f in findings if f.touches(selected)]
     finally:
         if collecting:
             gc.enable()

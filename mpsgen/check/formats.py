@@ -40,7 +40,8 @@ def finding_dict(f: Finding) -> dict:
         "col": f.col,
         "message": f.message,
         "hint": f"mpsgen check --explain {f.code}",
-        "related": list(f.related),
+        "symbols": list(f.symbols),
+        "locations": [{"path": path, "line": line} for path, line in f.locations],
     }
 
 

@@ -35,6 +35,7 @@ from mpsgen.tree import (
     COMMON_MPS,
     INDEXING_HEADER,
     KERNELS_DIR,
+    OPERATIONS_DIR,
     NATIVE_DIR,
     NATIVE_FUNCTIONS,
     PytorchTree,
@@ -793,7 +794,7 @@ class Index:
         self._dirs_inside: dict[str, bool] = {}
         self._headers: dict[str, HeaderInfo | None] = {}
         self._texts: dict[str, str] = {}
-        self._mentions: dict[tuple[str, str], bool] = {}
+        self._sites: dict[str, list[tuple[str, int]]] = {}
         self._includes: dict[tuple[str, str], str | None] = {}
         self._contexts: dict[tuple[int, ...], MetalContext] = {}
         self._needs: dict[tuple[str, int], bool] = {}
@@ -874,15 +875,44 @@ class Index:
             out.append((p, self.read(p)))
         return out
 
-    def mentions(self, rel: str, name: str) -> bool:
-        """Whether host or Metal source ``rel`` names ``name`` (or ``name_functor``) as a word."""
-        key = (rel, name)
-        hit = self._mentions.get(key)
-        if hit is None:
-            text = self._texts.get(rel) if rel.endswith((".mm", ".cpp", ".metal", ".h")) else None
-            hit = bool(text and name in text and re.search(rf"(?<!\w){re.escape(name)}(?:_functor)?(?!\w)", text))
-            self._mentions[key] = hit
-        return hit
+    def code_sites(self, name: str) -> list[tuple[str, int]]:
+        """``(path, line)`` of every use of the identifier ``name`` in the code of the MPS
+        sources (host files, mps/ headers, .metal files): the whole identifier (``std_mps``
+        is not in ``std::string``), not in a comment or a string literal."""
+        sites = self._sites.get(name)
+        if sites is None:
+            sites = self._sites[name] = []
+            pattern = None
+            for rel, text in self._code_texts():
+                if name not in text:
+                    continue
+                pattern = pattern or re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+                lines = None
+                for m in pattern.finditer(text):
+                    lines = lines or Lines(text)
+                    start = m.start()
+                    before = text[lines.line_start(start) : start]
+                    if lines.commented(start) or before.count('"') % 2:
+                        continue
+                    sites.append((rel, lines.line(start)))
+        return sites
+
+    def _code_texts(self) -> list[tuple[str, str]]:
+        return [(h.path, h.text) for h in self.host_files] + [(p, self.read(p)) for p in self.mps_headers] + [
+            (m.path, m.text) for m in self.metal_files
+        ]
+
+    def paired(self, rel: str) -> str | None:
+        """The host file of a kernel file and back, by the tree's convention of one stem:
+        ``kernels/UnaryKernel.metal`` <-> ``operations/UnaryKernel.mm`` (None if absent)."""
+        stem, _, ext = rel.rpartition("/")[2].rpartition(".")
+        if ext == "metal":
+            other = f"{OPERATIONS_DIR}/{stem}.mm"
+            return other if any(h.path == other for h in self.host_files) else None
+        if ext == "mm":
+            other = f"{KERNELS_DIR}/{stem}.metal"
+            return other if any(m.path == other for m in self.metal_files) else None
+        return None
 
     def _resolve_include(self, name: str, from_path: str) -> str | None:
         key = (name, os.path.dirname(from_path))

@@ -13,9 +13,11 @@ WARNING = "warning"
 class Finding:
     """One problem at ``path:line:col`` (1-based; col 0 means the whole line).
 
-    ``check PATHS`` reports a finding when its own path or one of ``related`` is among
-    PATHS, or when one of PATHS mentions a name of ``mentions`` (the op, stub or kernel
-    whose edit can cause or fix it; ``foo`` also matches ``foo_functor``).
+    ``symbols`` are the identifiers it is about (a stub, a kernel function, a Metal kernel
+    name, a yaml row); ``locations`` the other ``(path, line)`` places in the tree where those
+    symbols are declared, defined, registered or used, or where the fix goes (the .mm paired
+    with a .metal file, and back). ``check PATHS`` reports a finding when its own path or
+    one of its locations is among PATHS: decided on these facts, never on words in a file.
     """
 
     path: str
@@ -24,17 +26,15 @@ class Finding:
     code: str
     severity: str
     message: str
-    related: tuple[str, ...] = field(default=(), compare=False)
-    mentions: tuple[str, ...] = field(default=(), compare=False)
+    symbols: tuple[str, ...] = field(default=(), compare=False)
+    locations: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
     @property
     def rule(self) -> Rule:
         return RULES[self.code]
 
-    def touches(self, paths: set[str] | frozenset[str], mentioned: Callable[[str, str], bool] | None = None) -> bool:
-        if self.path in paths or any(p in paths for p in self.related):
-            return True
-        return mentioned is not None and any(mentioned(p, n) for p in paths for n in self.mentions)
+    def touches(self, paths: set[str] | frozenset[str]) -> bool:
+        return self.path in paths or any(p in paths for p, _ in self.locations)
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,52 @@ class Facts:
                     return stub
         return None
 
+    # -- where a finding's symbols are (check PATHS keeps a finding located in a given file) --
+    def metal_sites(self, kernel: str) -> list[tuple[str, int]]:
+        """Where the Metal kernel ``kernel`` is registered and its functor defined, and the
+        host file paired with each such .metal file (where its REGISTER_DISPATCH goes)."""
+        out: list[tuple[str, int]] = []
+        for m in self.registered.get(kernel, ()):
+            out.append((m.path, m.statements[m.ops[kernel][0]].line))
+        for m in self.index.metal_files:
+            if kernel in m.functors:
+                out.append((m.path, m.functors[kernel]))
+        for path in {p for p, _ in out}:
+            host = self.index.paired(path)
+            if host:
+                out.append((host, 0))
+        return out
+
+    def stub_sites(self, stub: str) -> list[tuple[str, int]]:
+        """The stub's DECLARE_DISPATCH, its MPS registrations and its uses in MPS code."""
+        out = [self.index.stubs[stub]] if stub in self.index.stubs else []
+        out += [(d.path, d.line) for d in self.dispatches.get(stub, ())]
+        return out + self.index.code_sites(stub)
+
+    def kernel_sites(self, name: str) -> list[tuple[str, int]]:
+        """Where a host function is defined, and used in MPS code."""
+        return [(d.path, d.line) for d in self.definitions.get(name, ())] + self.index.code_sites(name)
+
+    def row_sites(self, op: str) -> list[tuple[str, int]]:
+        """The dispatch lines of the rows of ``op`` (``add``: add.Tensor, add.out, add_.Tensor)."""
+        return [(self.yaml, d.line) for e in self.op_rows.get(op, ()) for d in e.dispatch]
+
+    @cached_property
+    def migrated_from(self) -> dict[str, list[tuple[str, int]]]:
+        """``foo_out_mps`` -> the yaml lines putting MPS on ``foo_out`` (the shared kernel
+        whose MPS half it was): where the edit that left it behind was made."""
+        out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for _e, d in self.mps_dispatch[1]:
+            out[d.kernel.rpartition("::")[2] + "_mps"].append((self.yaml, d.line))
+        return out
+
+    @cached_property
+    def op_rows(self) -> dict[str, list[NativeFunction]]:
+        out: dict[str, list[NativeFunction]] = defaultdict(list)
+        for e in self.index.rows:
+            out[op_of(e)].append(e)
+        return out
+
     @cached_property
     def functions_using(self) -> dict[str, list[KernelUse]]:
         out: dict[str, list[KernelUse]] = defaultdict(list)
@@ -189,7 +235,8 @@ def missing_kernel(f: Facts) -> Iterator[Finding]:
             yield Finding(
                 f.yaml, d.line, _yaml_col(d), "MPS001", ERROR,
                 f"{e.name} dispatches MPS to {kernel}, but no file under aten/src/ATen/native/mps defines it",
-                mentions=(op_of(e), kernel),
+                symbols=(e.name, kernel),
+                locations=tuple(f.kernel_sites(kernel)),
             )
 
 
@@ -217,10 +264,13 @@ def missing_stub_registration(f: Facts) -> Iterator[Finding]:
         stub = f.tie_stub(e, d.kernel)
         if stub and stub not in f.dispatches:
             header, hline = f.index.stubs[stub]
+            op = op_of(e)
+            names = dict.fromkeys((op, op.removeprefix("special_"), stub.removesuffix("_stub")))
             yield Finding(
                 f.yaml, d.line, _yaml_col(d), "MPS002", ERROR,
                 f"{e.name} puts MPS on the shared kernel {d.kernel}, but {stub} ({header}:{hline}) has no MPS REGISTER_DISPATCH",
-                mentions=(stub, stub[: -len("_stub")]),
+                symbols=(e.name, stub),
+                locations=tuple(f.stub_sites(stub) + [site for n in names for site in f.metal_sites(n)]),
             )
 
 
@@ -244,10 +294,12 @@ passed to exec_*_kernel.
 def unregistered_metal_kernel(f: Facts) -> Iterator[Finding]:
     for u in f.uses:
         if u.name not in f.registered:
+            paired = f.index.paired(u.path)
             yield Finding(
                 u.path, u.line, 0, "MPS003", ERROR,
                 f'exec_{u.kind}_kernel(…, "{u.name}") names a kernel that no .metal file registers',
-                mentions=(u.name,),
+                symbols=(u.name,),
+                locations=tuple(f.metal_sites(u.name) + ([(paired, 0)] if paired else [])),
             )
 
 
@@ -284,6 +336,8 @@ def missing_functor(f: Facts) -> Iterator[Finding]:
             yield Finding(
                 m.path, first.line, 0, "MPS004", ERROR,
                 f"{first.macro}({op}, …) registers {op} ({n} registration{'s' if n > 1 else ''}) but no {op}_functor is defined in {m.path} or its includes",
+                symbols=(op, f"{op}_functor"),
+                locations=tuple((m.path, r.line) for r in regs),
             )
 
 
@@ -309,7 +363,8 @@ def duplicate_stub(f: Facts) -> Iterator[Finding]:
             yield Finding(
                 later.path, later.line, 0, "MPS005", ERROR,
                 f"{stub} is registered for MPS again (first at {first.path}:{first.line})",
-                related=(first.path,),
+                symbols=(stub,),
+                locations=((first.path, first.line),),
             )
 
 
@@ -344,6 +399,8 @@ def duplicate_registration(f: Facts) -> Iterator[Finding]:
             yield Finding(
                 m.path, line, 0, "MPS006", ERROR,
                 f"{pairs[0][1].macro} registers {what} again (first at line{'s' if len(firsts) > 1 else ''} {listed(str(x) for x in firsts)})",
+                symbols=tuple(dict.fromkeys(r.op for _, r in pairs)),
+                locations=tuple((m.path, x) for x in firsts),
             )
 
 
@@ -382,7 +439,9 @@ def dead_impl(f: Facts) -> Iterator[Finding]:
             yield Finding(
                 d.path, d.line, 0, "MPS007", WARNING,
                 f"{name} ({_FORMS[d.form]}{' ' + d.macro if d.macro else ''}) is not dispatched to by any native_functions.yaml row",
-                related=(f.yaml,),
+                symbols=(name,),
+                # the rows that now put MPS on the kernel this one was the MPS half of
+                locations=tuple(f.migrated_from.get(name, ())),
             )
 
 
@@ -436,7 +495,8 @@ def half_migrated(f: Facts) -> Iterator[Finding]:
                     yield Finding(
                         f.yaml, d.line, _yaml_col(d), "MPS008", WARNING,
                         f"{e.name} still dispatches MPS to {d.kernel} while {listed(x.name for x in migrated)} of {op} use{'s' if len(migrated) == 1 else ''} the shared stub",
-                        mentions=(op, d.kernel),
+                        symbols=(e.name, d.kernel),
+                        locations=tuple([(f.yaml, x.start_line) for x in migrated] + f.kernel_sites(d.kernel.rpartition("::")[2])),
                     )
 
 
@@ -485,8 +545,8 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
         yield Finding(
             path, entry.line, 0, "MPS009", WARNING,
             f'{entry.dict_name}["{entry.key}"] ({what}) is stale: every row of {op} now runs a Metal kernel ({listed(dict.fromkeys(on_metal[op]))})',
-            related=(f.yaml,),
-            mentions=(op,),
+            symbols=(entry.key, op),
+            locations=tuple(f.row_sites(op) + [site for n in dict.fromkeys(on_metal[op]) for site in f.metal_sites(n)]),
         )
 
 
