@@ -7,6 +7,14 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["check"]:
+        # the linter pre-commit and lintrunner start per run: its own light front end
+        try:
+            from mpsgen.cli_check import main as check_main
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted; nothing written.\n")
+            sys.exit(130)
+        sys.exit(check_main(sys.argv[2:]))
     try:
         from mpsgen.cli import main as cli_main
     except KeyboardInterrupt:

@@ -361,40 +361,17 @@ def migrate_from_mpsgraph(
         fail(exc)
 
 
-@app.command("check")
-def check(
-    paths: Optional[list[str]] = typer.Argument(None, help="report only findings touching these files (as pre-commit passes them; @FILE reads a list)"),
-    root: Optional[Path] = RootOption,
-    format_: str = typer.Option("text", "--format", help="text, json, lintrunner (JSON lines, always exit 0) or github (workflow annotations)"),
-    explain_code: Optional[str] = typer.Option(None, "--explain", metavar="CODE", help="explain a rule (e.g. MPS002) and how to fix it"),
-) -> None:
-    """Check MPS dispatch consistency (read-only). Exit 0 clean, 1 findings, 2 could not run."""
-    from mpsgen.check import explain, run_check
-    from mpsgen.check.formats import FORMATS, github_lines, json_document, lintrunner_lines, summary, text_lines
+@app.command(
+    "check",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+def check(ctx: typer.Context) -> None:
+    """Check MPS dispatch consistency (read-only unless --fix). Exit 0 clean, 1 findings, 2 could
+    not run. `mpsgen check --help` for the options."""
+    from mpsgen.cli_check import main as check_main
 
-    try:
-        if explain_code is not None:
-            out.print(explain(explain_code), markup=False, end="")
-            return
-        if format_ not in FORMATS:
-            raise BadInput(f"--format {format_}: choose one of {', '.join(FORMATS)}.")
-        result = run_check(PytorchTree.locate(root), paths)
-    except MpsgenError as exc:
-        fail(exc)
-    findings = result.findings
-    if format_ == "json":
-        lines = [json_document(findings, result.root)]
-    elif format_ == "lintrunner":
-        lines = lintrunner_lines(findings, result.root)
-    elif format_ == "github":
-        lines = github_lines(findings)
-    else:
-        lines = text_lines(findings)
-    for line in lines:
-        sys.stdout.write(line + "\n")
-    if format_ != "lintrunner":
-        err.print(summary(findings, result.scope), markup=False)
-    raise typer.Exit(1 if findings and format_ != "lintrunner" else 0)
+    raise typer.Exit(check_main(list(ctx.args)))
 
 
 def main() -> None:

@@ -28,11 +28,20 @@ __all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "expla
 RELEVANT = re.compile(r"(^|/)(native_functions\.yaml|common_mps\.py)$|\.(mm|metal|cpp|h)$")
 
 
+# a tree is partial (a sample of files, not a checkout) when at least this many MPS-only rows,
+# and a quarter of them, name kernels no host source defines: a checkout mid-change misses a few
+PARTIAL_MIN_MISSING = 20
+# the findings a partial tree's missing host sources cause; listed only with strict=True
+PARTIAL_CODES = ("MPS001", "MPS002")
+
+
 @dataclass(frozen=True)
 class CheckResult:
     root: Path
     findings: list[Finding]
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree
+    notes: tuple[str, ...] = ()  # about the run as a whole (a partial tree)
+    hidden: int = 0  # findings left out because the tree is partial
 
     @property
     def scope(self) -> str:
@@ -92,7 +101,17 @@ def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: Path | None =
     return frozenset(out)
 
 
-def run_check(tree: PytorchTree, paths: list[str] | None = None, cwd: Path | None = None) -> CheckResult:
+def run_check(
+    tree: PytorchTree,
+    paths: list[str] | None = None,
+    cwd: Path | None = None,
+    *,
+    codes: frozenset[str] | None = None,
+    strict: bool = False,
+) -> CheckResult:
+    """Run the rules ``codes`` (all when None) over the tree; keep the findings located in
+    ``paths`` (all when None). On a partial tree the findings its missing files cause are
+    summed up in one note, unless ``strict``."""
     selected = resolve_paths(tree, paths, cwd)
     if selected is not None and not any(RELEVANT.search(p) for p in selected):
         return CheckResult(tree.root, [], selected)
@@ -106,13 +125,38 @@ def run_check(tree: PytorchTree, paths: list[str] | None = None, cwd: Path | Non
     try:
         index = Index(tree)
         facts = Facts(index)
-        findings = sorted({f for r in RULES.values() for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+        rules = [r for c, r in RULES.items() if codes is None or c in codes]
+        findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+        notes: tuple[str, ...] = ()
+        hidden = 0
+        if not strict and (why := _partial_tree(facts)):
+            kept = [f for f in findings if f.code not in PARTIAL_CODES]
+            hidden = len(findings) - len(kept)
+            findings = kept
+            notes = (
+                f"{why}; the {hidden} {'/'.join(PARTIAL_CODES)} finding(s) that follow from the missing files are not listed (--strict lists them)."
+                if hidden
+                else f"{why}.",
+            )
         if selected is not None:
             findings = [f for f in findings if f.touches(selected)]
     finally:
         if collecting:
             gc.enable()
-    return CheckResult(tree.root, findings, selected)
+    return CheckResult(tree.root, findings, selected, notes, hidden)
+
+
+def _partial_tree(facts: Facts) -> str | None:
+    """Why the tree looks like a sample of files rather than a checkout, or None."""
+    only = facts.mps_dispatch[0]
+    missing = sum(1 for _e, d in only if d.kernel.rpartition("::")[2] not in facts.definitions)
+    if missing < PARTIAL_MIN_MISSING or missing * 4 < len(only):
+        return None
+    hosts = len(facts.index.host_files)
+    return (
+        f"the tree looks partial: {missing} of {len(only)} MPS-only native_functions.yaml rows name kernels that no "
+        f"file under aten/src/ATen/native/mps defines ({hosts} host source{'s' if hosts != 1 else ''} found)"
+    )
 
 
 def explain(code: str) -> str:

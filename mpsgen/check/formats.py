@@ -45,23 +45,28 @@ def finding_dict(f: Finding) -> dict:
     }
 
 
-def json_document(findings: list[Finding], root: Path) -> str:
+def json_document(findings: list[Finding], root: Path, notes: tuple[str, ...] = ()) -> str:
     errors = sum(f.severity == ERROR for f in findings)
     return json.dumps(
         {
             "root": str(root),
             "findings": [finding_dict(f) for f in findings],
             "counts": {"error": errors, "warning": len(findings) - errors},
+            "notes": list(notes),
         },
         indent=2,
     )
 
 
-def lintrunner_lines(findings: list[Finding], root: Path) -> list[str]:
-    """One LintMessage (lintrunner's JSON Lines protocol) per finding, paths absolute."""
+def lintrunner_lines(findings: list[Finding], root: Path, fixes: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """One LintMessage (lintrunner's JSON Lines protocol) per finding, paths absolute. ``fixes``
+    (path -> whole file before, after) ride on the first finding of their file, as
+    ``original``/``replacement``: `lintrunner -a` applies them."""
     out = []
+    fixes = dict(fixes or {})
     for f in findings:
         rule = f.rule
+        original, replacement = fixes.pop(f.path, (None, None))
         out.append(
             json.dumps(
                 {
@@ -71,8 +76,8 @@ def lintrunner_lines(findings: list[Finding], root: Path) -> list[str]:
                     "code": f.code,
                     "severity": f.severity,
                     "name": rule.name,
-                    "original": None,
-                    "replacement": None,
+                    "original": original,
+                    "replacement": replacement,
                     "description": f"{f.message}. {rule.summary[0].upper()}{rule.summary[1:]}; see `mpsgen check --explain {f.code}`.",
                 }
             )

@@ -81,3 +81,6 @@ def build_check_tree(dest: Path, real_sources: dict[str, Path]) -> Path:
 @pytest.fixture
 def check_tree(tmp_path: Path, real_sources) -> Path:
     return build_check_tree(tmp_path / "pytorch", real_sources)
+
+# sign.out moved to the shared line: its MPSGraph impl is dead (MPS007), its stub unregistered (MPS002)
+YAML_SIGN = ("    CPU, CUDA: sign_out\n    MPS: sign_out_mps\n", "    CPU, CUDA, MPS: sign_out\n")

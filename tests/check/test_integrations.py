@@ -119,3 +119,56 @@ def test_pre_commit_try_repo_fails_on_a_fault_and_passes_once_fixed(git_tree: Pa
     fixed = run_hook("--all-files")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Passed" in fixed.stdout
+
+
+STALE_XFAIL = ('            "cummax": None,\n', '            "cummax": None,\n            "exp": [torch.float16],\n')
+
+
+def test_lintrunner_applies_the_fix_it_suggests(git_tree: Path):
+    """A stale xfail (MPS009): lintrunner shows the finding with its fix; `lintrunner -a` applies it."""
+    from mpsgen.tree import COMMON_MPS
+
+    from .conftest import edit
+
+    shutil.copyfile(REPO / "examples/.lintrunner.toml", git_tree / ".lintrunner.toml")
+    edit(git_tree, COMMON_MPS, *STALE_XFAIL)
+    commit_all(git_tree, "stale xfail")
+    lintrunner = tool("lintrunner")
+    env = env_with_mpsgen()
+    shown = subprocess.run([lintrunner, COMMON_MPS], cwd=git_tree, env=env, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 1 and "MPS009" in shown.stdout, shown.stdout + shown.stderr
+    applied = subprocess.run([lintrunner, "-a", COMMON_MPS], cwd=git_tree, env=env, capture_output=True, text=True, timeout=300)
+    assert '"exp": [torch.float16]' not in (git_tree / COMMON_MPS).read_text(), applied.stdout + applied.stderr
+    again = subprocess.run([lintrunner, COMMON_MPS], cwd=git_tree, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_pre_commit_paths_and_fix_hook(git_tree: Path, tmp_path: Path):
+    """The check hook filters by location (a comment naming an op does not fail an unrelated
+    file); the fix hook removes a stale xfail and fails the run, as pre-commit fixers do."""
+    from mpsgen.tree import COMMON_MPS
+
+    from .conftest import UNARY_OPS_MM, edit
+
+    hooks_repo = _copy_source_repo(tmp_path / "mpsgen-repo")
+    pre_commit = tool("pre-commit")
+    env = env_with_mpsgen()
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
+    env.pop("PRE_COMMIT", None)
+
+    def run_hook(hook: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [pre_commit, "try-repo", str(hooks_repo), hook, *args], cwd=git_tree, env=env, capture_output=True, text=True, timeout=900
+        )
+
+    inject(git_tree)  # MPS002 on hypot.out
+    path = git_tree / UNARY_OPS_MM
+    path.write_text(path.read_text() + "\n// hypot and hypot_stub are registered in BinaryKernel.mm\n")
+    edit(git_tree, COMMON_MPS, *STALE_XFAIL)
+    commit_all(git_tree, "faults")
+    assert run_hook("mpsgen-check", "--files", UNARY_OPS_MM).returncode == 0
+    fixing = run_hook("mpsgen-check-fix", "--files", COMMON_MPS)
+    assert fixing.returncode == 1 and "files were modified by this hook" in fixing.stdout, fixing.stdout
+    assert '"exp": [torch.float16]' not in (git_tree / COMMON_MPS).read_text()
+    commit_all(git_tree, "fixed")
+    assert run_hook("mpsgen-check-fix", "--files", COMMON_MPS).returncode == 0

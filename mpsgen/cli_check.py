@@ -1,0 +1,172 @@
+"""``mpsgen check``: the command line of the linter.
+
+pre-commit and lintrunner start a process per run, so this front end is built for start-up:
+argparse and the check package only (no typer, rich, jinja2 or yaml). ``mpsgen check``
+reaches it straight from ``mpsgen.__main__``; the typer app lists it and forwards to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EPILOG = """\
+exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run.
+
+examples:
+  mpsgen check                                   the whole tree
+  mpsgen check aten/src/ATen/native/mps/operations/UnaryKernel.mm
+                                                 findings located in that file
+  mpsgen check --select MPS00 --ignore MPS007    rules by code or prefix (as ruff)
+  mpsgen check --baseline .mpsgen-baseline.json  record once, then report only new findings
+  mpsgen check --fix --diff                      preview the mechanical fixes (MPS007, MPS009)
+  mpsgen check --explain MPS002                  what a rule means and how to fix it
+
+settings: [tool.mpsgen] in the tree's pyproject.toml, or .mpsgen.toml at its root:
+  select = ["MPS"], ignore = ["MPS008"], baseline = ".mpsgen-baseline.json", strict = false
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mpsgen check",
+        description="Check MPS dispatch consistency (read-only unless --fix).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="report only findings located in these files or folders (@FILE: a list)")
+    p.add_argument("--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml)")
+    p.add_argument("--format", default="text", choices=("text", "json", "lintrunner", "github"), help="output format (default: text)")
+    p.add_argument("--explain", metavar="CODE", help="explain a rule (e.g. MPS002) and how to fix it")
+    p.add_argument("--select", action="append", metavar="CODES", help="run only these rules: codes or prefixes, comma-separated")
+    p.add_argument("--ignore", action="append", metavar="CODES", help="do not run these rules: codes or prefixes, comma-separated")
+    p.add_argument("--strict", action="store_true", default=None, help="on a partial tree, list every finding instead of a summary")
+    p.add_argument("--baseline", metavar="FILE", help="report only findings not in FILE; a missing FILE is recorded")
+    p.add_argument("--fix", action="store_true", help="apply the mechanical fixes (MPS007, MPS009), all files or none")
+    p.add_argument("--diff", action="store_true", help="with --fix: print the fixes as a diff, write nothing")
+    return p
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        _err("interrupted; nothing written.")
+        return 130
+    except RecursionError:
+        _err("error: the input is nested too deeply to read; nothing written.")
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _err(f"error: {where}{exc.strerror or exc}; nothing written. Check the path and try again.")
+        return 2
+
+
+def _main(argv: list[str]) -> int:
+    opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    from mpsgen.check import explain, run_check
+    from mpsgen.check.config import CheckConfig, load_config, selected_codes, split_codes
+    from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
+    from mpsgen.errors import BadInput, MpsgenError
+    from mpsgen.tree import PytorchTree
+
+    try:
+        if opts.explain is not None:
+            sys.stdout.write(explain(opts.explain))
+            return 0
+        if opts.diff and not opts.fix:
+            raise BadInput("--diff previews --fix: give both (`mpsgen check --fix --diff`).")
+        tree = PytorchTree.locate(opts.root)
+        config = load_config(tree.root)
+        select, ignore = split_codes(opts.select), split_codes(opts.ignore)
+        codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
+        strict = opts.strict if opts.strict is not None else config.strict
+        baseline = Path(opts.baseline) if opts.baseline else (tree.root / config.baseline if config.baseline else None)
+        result = run_check(tree, opts.paths, codes=codes, strict=strict)
+        if opts.fix:
+            fixed = _fix(tree, result, diff=opts.diff)
+            if opts.diff:
+                return fixed
+            if fixed:  # what is left, read afresh
+                result = run_check(PytorchTree(tree.root), opts.paths, codes=codes, strict=strict)
+        findings = result.findings
+        recorded = None
+        if baseline is not None:
+            from mpsgen.check.baseline import baseline_document, new_findings, read_baseline
+
+            if baseline.exists():
+                known = read_baseline(baseline)
+                before = len(findings)
+                findings = new_findings(findings, known)
+                recorded = f"{before - len(findings)} known finding(s) in {baseline} not shown"
+            else:
+                if result.paths is not None:
+                    raise BadInput(f"--baseline {baseline} does not exist: record it from a whole-tree run (no PATH), then lint paths against it.")
+                baseline.write_text(baseline_document(findings))
+                _err(f"recorded {len(findings)} finding(s) in {baseline}; later runs report only new ones.")
+                return 0
+    except MpsgenError as exc:
+        _err(f"error: {exc}")
+        return exc.exit_code
+    if opts.format == "json":
+        lines = [json_document(findings, result.root, result.notes)]
+    elif opts.format == "lintrunner":
+        lines = lintrunner_lines(findings, result.root, _fix_texts(tree, findings))
+    elif opts.format == "github":
+        lines = github_lines(findings) + [f"::warning ::{n}" for n in result.notes]
+    else:
+        lines = text_lines(findings)
+    out = sys.stdout
+    for line in lines:
+        out.write(line + "\n")
+    if opts.format != "lintrunner":
+        for note in result.notes:
+            _err(f"warning: {note}")
+        if recorded:
+            _err(recorded + ".")
+        _err(summary(findings, result.scope))
+    return 1 if findings and opts.format != "lintrunner" else 0
+
+
+def _fix_texts(tree, findings) -> dict[str, tuple[str, str]]:
+    """path -> (text, fixed text) for the fixable findings (what lintrunner -a applies)."""
+    from mpsgen.check.fix import FIXABLE
+
+    fixable = [f for f in findings if f.code in FIXABLE]
+    if not fixable:
+        return {}
+    from mpsgen.check.fix import plan_fixes
+    from mpsgen.errors import MpsgenError
+
+    try:
+        changeset, _skipped = plan_fixes(tree, fixable)
+    except MpsgenError:
+        return {}  # the findings are still reported; only the suggestion is left out
+    return {e.relpath: (e.source.raw.decode("utf-8"), e.new_bytes.decode("utf-8")) for e in changeset.changed}
+
+
+def _fix(tree, result, *, diff: bool) -> int:
+    """Plan the fixes of the result's fixable findings; print them (``diff``) or apply them.
+    Returns, with ``diff``, the exit status (1: there are fixes); otherwise how many files
+    were written."""
+    from mpsgen.check.fix import FIXABLE, plan_fixes
+
+    fixable = [f for f in result.findings if f.code in FIXABLE]
+    changeset, skipped = plan_fixes(tree, fixable)
+    for why in skipped:
+        _err(f"not fixed: {why}")
+    if diff:
+        sys.stdout.write(changeset.diff())
+        _err(f"--fix --diff: {len(changeset.changed)} file(s) would change; nothing written.")
+        return 1 if not changeset.empty else 0
+    if changeset.empty:
+        return 0
+    written = changeset.apply()
+    for note in changeset.notes:
+        _err(f"fixed: {note}")
+    return len(written)
