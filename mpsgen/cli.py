@@ -7,15 +7,12 @@ import sys
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from mpsgen.changeset import Changeset
 from mpsgen.errors import BadInput, MpsgenError
-from mpsgen.render import resource_dir
+from mpsgen.resources import resource_dir
 from mpsgen.spec import (
     FunctorSource,
     OpSpec,
@@ -30,15 +27,41 @@ from mpsgen.tree.source import read_bounded
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: typer's rich help formatter costs ~60 ms of start-up
     no_args_is_help=True,
     help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-spec_app = typer.Typer(no_args_is_help=True, help="Work with op spec files (schema: specs/README.md).")
+spec_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
 app.add_typer(spec_app, name="spec")
 
-out = Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+if TYPE_CHECKING:
+    from mpsgen.changeset import Changeset
+
+
+class _Console:
+    """A rich Console made on first use (rich costs start-up that --help and errors do not need)."""
+
+    def __init__(self, **options) -> None:
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name: str):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+def Text(text: str = "", style: str = ""):  # noqa: N802 (rich's name)
+    from rich.text import Text as RichText
+
+    return RichText(text, style=style)
+
+
+out = _Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
+err = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 RootOption = typer.Option(None, "--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
 

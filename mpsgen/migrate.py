@@ -18,7 +18,7 @@ from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.errors import BadInput, Refused
 from mpsgen.newop import choose_rows, plan_new_op
-from mpsgen.render import resource_dir
+from mpsgen.resources import resource_dir
 from mpsgen.spec import OpSpec
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.mm import MPSGraphImpl, scan_mm

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mpsgen.errors import Refused
-from mpsgen.spec import OpSpec
 from mpsgen.tree.metal import MacroDef, MetalSource
 from mpsgen.tree.source import close_bracket, split_args
+
+if TYPE_CHECKING:
+    from mpsgen.spec import OpSpec
 
 BaseCall = tuple[str, tuple[str, ...]]  # (macro, dtype args after NAME)
 

@@ -7,14 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-
-def resource_dir(name: str) -> Path:
-    """``templates`` or ``specs``: inside the installed wheel, or at the repository root."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / name, here.parent / name):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"mpsgen's {name}/ folder is missing from the installation")
+from mpsgen.resources import resource_dir
 
 
 @lru_cache(maxsize=1)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import yaml
+from typing import TYPE_CHECKING
 
 from mpsgen.errors import BadInput, Location, SpecErrors
 from mpsgen.tree.source import mask_c_comments_and_strings, read_bounded
+
+if TYPE_CHECKING:
+    import yaml
 
 KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 
@@ -274,6 +276,8 @@ def _loc(path: str, node: yaml.Node) -> Location:
 
 
 def _scalar(node: yaml.Node) -> str | None:
+    import yaml
+
     return node.value if isinstance(node, yaml.ScalarNode) else None
 
 
@@ -301,6 +305,7 @@ def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec 
 
 
 def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
+    import yaml  # here, not at module level: the CLI starts without it
     problems: list[tuple[Location, str]] = []
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mpsgen.errors import SpecErrors
-from mpsgen.render import resource_dir
+from mpsgen.resources import resource_dir
 from mpsgen.spec import load_spec, parse_spec_text
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 ERROR = "error"
 WARNING = "warning"
@@ -27,7 +27,17 @@ class Finding:
     severity: str
     message: str
     symbols: tuple[str, ...] = field(default=(), compare=False)
-    locations: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    # the locations, worked out when first asked for (PATHS filtering, JSON): a whole-tree text
+    # run never pays for finding every use of every symbol
+    locate: Callable[[], Iterable[tuple[str, int]]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def locations(self) -> tuple[tuple[str, int], ...]:
+        found = self.__dict__.get("_locations")
+        if found is None:
+            found = tuple(dict.fromkeys(self.locate())) if self.locate is not None else ()
+            object.__setattr__(self, "_locations", found)
+        return found
 
     @property
     def rule(self) -> Rule:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Iterable, Iterator
 
 from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registration
@@ -205,6 +205,31 @@ class Facts:
         return names or None
 
 
+# -- the locations of findings (see Finding.locate), bound with partial: computed when asked --
+def _lines_of(path: str, lines: tuple[int, ...]) -> list[tuple[str, int]]:
+    return [(path, n) for n in lines]
+
+
+def _stub_and_kernel_sites(f: Facts, stub: str, names: tuple[str, ...]) -> list[tuple[str, int]]:
+    return f.stub_sites(stub) + [site for n in names for site in f.metal_sites(n)]
+
+
+def _kernel_name_sites(f: Facts, name: str, paired: str | None) -> list[tuple[str, int]]:
+    return f.metal_sites(name) + ([(paired, 0)] if paired else [])
+
+
+def _migrated_from(f: Facts, name: str) -> list[tuple[str, int]]:
+    return list(f.migrated_from.get(name, ()))
+
+
+def _lagging_row_sites(f: Facts, sibling_lines: tuple[int, ...], kernel: str) -> list[tuple[str, int]]:
+    return [(f.yaml, n) for n in sibling_lines] + f.kernel_sites(kernel)
+
+
+def _op_sites(f: Facts, op: str, kernels: tuple[str, ...]) -> list[tuple[str, int]]:
+    return f.row_sites(op) + [site for n in kernels for site in f.metal_sites(n)]
+
+
 def _yaml_col(d: DispatchEntry) -> int:
     return d.text.find(d.kernel) + 1
 
@@ -236,7 +261,7 @@ def missing_kernel(f: Facts) -> Iterator[Finding]:
                 f.yaml, d.line, _yaml_col(d), "MPS001", ERROR,
                 f"{e.name} dispatches MPS to {kernel}, but no file under aten/src/ATen/native/mps defines it",
                 symbols=(e.name, kernel),
-                locations=tuple(f.kernel_sites(kernel)),
+                locate=partial(f.kernel_sites, kernel),
             )
 
 
@@ -270,7 +295,7 @@ def missing_stub_registration(f: Facts) -> Iterator[Finding]:
                 f.yaml, d.line, _yaml_col(d), "MPS002", ERROR,
                 f"{e.name} puts MPS on the shared kernel {d.kernel}, but {stub} ({header}:{hline}) has no MPS REGISTER_DISPATCH",
                 symbols=(e.name, stub),
-                locations=tuple(f.stub_sites(stub) + [site for n in names for site in f.metal_sites(n)]),
+                locate=partial(_stub_and_kernel_sites, f, stub, tuple(names)),
             )
 
 
@@ -299,7 +324,7 @@ def unregistered_metal_kernel(f: Facts) -> Iterator[Finding]:
                 u.path, u.line, 0, "MPS003", ERROR,
                 f'exec_{u.kind}_kernel(…, "{u.name}") names a kernel that no .metal file registers',
                 symbols=(u.name,),
-                locations=tuple(f.metal_sites(u.name) + ([(paired, 0)] if paired else [])),
+                locate=partial(_kernel_name_sites, f, u.name, paired),
             )
 
 
@@ -337,7 +362,7 @@ def missing_functor(f: Facts) -> Iterator[Finding]:
                 m.path, first.line, 0, "MPS004", ERROR,
                 f"{first.macro}({op}, …) registers {op} ({n} registration{'s' if n > 1 else ''}) but no {op}_functor is defined in {m.path} or its includes",
                 symbols=(op, f"{op}_functor"),
-                locations=tuple((m.path, r.line) for r in regs),
+                locate=partial(_lines_of, m.path, tuple(r.line for r in regs)),
             )
 
 
@@ -364,7 +389,7 @@ def duplicate_stub(f: Facts) -> Iterator[Finding]:
                 later.path, later.line, 0, "MPS005", ERROR,
                 f"{stub} is registered for MPS again (first at {first.path}:{first.line})",
                 symbols=(stub,),
-                locations=((first.path, first.line),),
+                locate=partial(_lines_of, first.path, (first.line,)),
             )
 
 
@@ -400,7 +425,7 @@ def duplicate_registration(f: Facts) -> Iterator[Finding]:
                 m.path, line, 0, "MPS006", ERROR,
                 f"{pairs[0][1].macro} registers {what} again (first at line{'s' if len(firsts) > 1 else ''} {listed(str(x) for x in firsts)})",
                 symbols=tuple(dict.fromkeys(r.op for _, r in pairs)),
-                locations=tuple((m.path, x) for x in firsts),
+                locate=partial(_lines_of, m.path, tuple(firsts)),
             )
 
 
@@ -441,7 +466,7 @@ def dead_impl(f: Facts) -> Iterator[Finding]:
                 f"{name} ({_FORMS[d.form]}{' ' + d.macro if d.macro else ''}) is not dispatched to by any native_functions.yaml row",
                 symbols=(name,),
                 # the rows that now put MPS on the kernel this one was the MPS half of
-                locations=tuple(f.migrated_from.get(name, ())),
+                locate=partial(_migrated_from, f, name),
             )
 
 
@@ -496,7 +521,7 @@ def half_migrated(f: Facts) -> Iterator[Finding]:
                         f.yaml, d.line, _yaml_col(d), "MPS008", WARNING,
                         f"{e.name} still dispatches MPS to {d.kernel} while {listed(x.name for x in migrated)} of {op} use{'s' if len(migrated) == 1 else ''} the shared stub",
                         symbols=(e.name, d.kernel),
-                        locations=tuple([(f.yaml, x.start_line) for x in migrated] + f.kernel_sites(d.kernel.rpartition("::")[2])),
+                        locate=partial(_lagging_row_sites, f, tuple(x.start_line for x in migrated), d.kernel.rpartition("::")[2]),
                     )
 
 
@@ -546,7 +571,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
             path, entry.line, 0, "MPS009", WARNING,
             f'{entry.dict_name}["{entry.key}"] ({what}) is stale: every row of {op} now runs a Metal kernel ({listed(dict.fromkeys(on_metal[op]))})',
             symbols=(entry.key, op),
-            locations=tuple(f.row_sites(op) + [site for n in dict.fromkeys(on_metal[op]) for site in f.metal_sites(n)]),
+            locate=partial(_op_sites, f, op, tuple(dict.fromkeys(on_metal[op]))),
         )
 
 

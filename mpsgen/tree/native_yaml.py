@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import yaml
-
 from mpsgen.errors import BadInput, Location
 from mpsgen.tree.source import SourceFile
 
@@ -156,6 +154,8 @@ def native_yaml_problem(source: SourceFile) -> BadInput | None:
     The edits work on lines, so they would go on through a file YAML cannot read; torchgen
     then fails at the start of the build. This parses the whole file once (libyaml, ~0.1 s)
     and asks what torchgen asks of its shape: a list of mappings, each with a ``func``."""
+    import yaml  # not at module level: check scans the file without it
+
     text = source.text
     if text and not text.endswith("\n"):
         last = text.count("\n") + 1

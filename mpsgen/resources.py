@@ -1,0 +1,15 @@
+"""Where mpsgen's own data lives: ``templates/`` and ``specs/`` (no jinja2 here: the CLI
+needs the paths before, or without, rendering anything)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def resource_dir(name: str) -> Path:
+    """``templates`` or ``specs``: inside the installed wheel, or at the repository root."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"mpsgen's {name}/ folder is missing from the installation")
