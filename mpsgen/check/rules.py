@@ -16,6 +16,7 @@ from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registrat
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
+from mpsgen.tree.functors import CATEGORY, COMPLEX, FLOAT, INT, scan_functors
 from mpsgen.tree.resolver import StubResolver, native_cpp_files
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
 
@@ -170,6 +171,17 @@ class Facts:
     def row_sites(self, op: str) -> list[tuple[str, int]]:
         """The dispatch lines of the rows of ``op`` (``add``: add.Tensor, add.out, add_.Tensor)."""
         return [(self.yaml, d.line) for e in self.op_rows.get(op, ()) for d in e.dispatch]
+
+    @cached_property
+    def functor_defs(self) -> list:
+        """(metal file, its functor structs), for the files that define any (read once for MPS010-MPS013)."""
+        out = []
+        for m in self.index.metal_files:
+            if "_functor" in m.text:
+                defs = scan_functors(m.text)
+                if defs:
+                    out.append((m, defs))
+        return out
 
     @cached_property
     def migrated_from(self) -> dict[str, list[tuple[str, int]]]:
@@ -604,3 +616,157 @@ def _op_candidates(key: str) -> list[str]:
     if key.startswith("nn.functional."):
         out.append(key[len("nn.functional.") :])
     return out
+
+
+# -- functor lints (MPS010-MPS013) -----------------------------------------------------------
+def _functors(f: Facts):
+    """(metal file, its functor structs) for the files that define any."""
+    return f.functor_defs
+
+
+_MIN_MAX = re.compile(r"((?:[\w]+\s*::\s*)*)\b(min|max)\s*\(")
+
+
+@rule(
+    "MPS010",
+    "nan-dropping-min-max",
+    WARNING,
+    "a functor computes min/max on floats with a function that does not propagate NaN",
+    """
+torch.minimum/maximum (and clamp, and most ops built on a min or max) return NaN when an
+input is NaN. Metal's `min`/`max` (what an unqualified call or `metal::min` picks for
+floats) return the other operand instead, so the MPS result differs from CPU exactly on
+NaN inputs, which the OpInfo tests feed. `c10::metal::min` and `c10::metal::max` propagate
+NaN. Reported in overloads that take floating-point inputs; an integer-only overload may
+use either.
+
+Fix: call `c10::metal::min(a, b)` / `c10::metal::max(a, b)` (or `fmin`/`fmax` where
+ignoring NaN is the op's meaning, as for torch.fmin/fmax).
+""",
+)
+def nan_dropping_min_max(f: Facts) -> Iterator[Finding]:
+    for m, defs in _functors(f):
+        for d in defs:
+            for o in d.overloads:
+                if not o.accepts & {FLOAT, COMPLEX}:
+                    continue
+                for c in _MIN_MAX.finditer(o.body):
+                    qualifier = re.sub(r"\s+", "", c.group(1))
+                    if qualifier.endswith("c10::metal::") or (qualifier and not qualifier.endswith("metal::") and qualifier != "::"):
+                        continue  # c10::metal::min, or some other namespace's function
+                    line = o.body_line + o.body.count("\n", 0, c.start())
+                    yield Finding(
+                        m.path, line, 0, "MPS010", WARNING,
+                        f"{d.name}_functor calls {qualifier}{c.group(2)}() on floating-point inputs: NaN does not propagate (use c10::metal::{c.group(2)})",
+                        symbols=(f"{d.name}_functor",),
+                    )
+
+
+_FAST_MATH = re.compile(r"\b(?:metal\s*::\s*)?fast\s*::\s*(\w+)")
+
+
+@rule(
+    "MPS011",
+    "fast-math-in-functor",
+    WARNING,
+    "a functor uses metal::fast:: math",
+    """
+`metal::fast::` functions trade accuracy and the handling of denormals, infinities and NaN
+for speed; the results then differ from CPU beyond the tolerances of the OpInfo tests, and
+only on some inputs. Kernels that must match CPU use the default `metal::` functions or
+`metal::precise::` (as upstream's unary kernels do for exp, log and friends).
+
+Fix: call `precise::<fn>` (or the default `<fn>`) instead of `fast::<fn>`.
+""",
+)
+def fast_math(f: Facts) -> Iterator[Finding]:
+    for m, defs in _functors(f):
+        for d in defs:
+            for o in d.overloads:
+                for c in _FAST_MATH.finditer(o.body):
+                    line = o.body_line + o.body.count("\n", 0, c.start())
+                    yield Finding(
+                        m.path, line, 0, "MPS011", WARNING,
+                        f"{d.name}_functor calls fast::{c.group(1)}(): results differ from CPU (use precise::{c.group(1)})",
+                        symbols=(f"{d.name}_functor",),
+                    )
+
+
+def _registration_categories(f: Facts, m, op: str) -> dict[tuple[str, str], Registration]:
+    """(input category, output category) -> the first registration of ``op`` in ``m`` with them."""
+    out: dict[tuple[str, str], Registration] = {}
+    for r in m.registrations_of(op):
+        if len(r.dtypes) < 2:
+            continue
+        cats = (CATEGORY.get(r.dtypes[0]), CATEGORY.get(r.dtypes[-1]))
+        if None in cats:
+            continue
+        if cats not in out or r.line < out[cats].line:
+            out[cats] = r
+    return out
+
+
+@rule(
+    "MPS012",
+    "missing-integer-overload",
+    WARNING,
+    "integer inputs are registered to compute in float, but the functor has no overload that takes integers",
+    """
+`REGISTER_UNARY_OP(foo, int, float)` (the int2float pattern: integer and bool inputs, a
+float result) instantiates `foo_functor` with an integral T. If every `operator()` of the
+functor is constrained to floating-point (or complex) types, that instantiation has no
+viable overload and the Metal library does not compile, or, with an unconstrained
+fallback elsewhere, computes in the integer type. Upstream functors give such ops an
+overload `template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true> float
+operator()(T x)` that converts to float first.
+
+Fix: add the integral overload (`mpsgen new-op foo --unary --int2float` writes one), or
+drop the integer registrations.
+""",
+)
+def missing_integer_overload(f: Facts) -> Iterator[Finding]:
+    for m, defs in _functors(f):
+        for d in defs:
+            if d.name not in m.ops or d.accepts(INT):
+                continue
+            cats = _registration_categories(f, m, d.name)
+            r = cats.get((INT, FLOAT))
+            if r is not None:
+                yield Finding(
+                    m.path, r.line, 0, "MPS012", WARNING,
+                    f"{r.macro}({d.name}, {', '.join(r.dtypes)}) computes integer inputs in float, but {d.name}_functor (line {d.line}) has no overload taking integers",
+                    symbols=(d.name, f"{d.name}_functor"),
+                    locate=partial(_lines_of, m.path, (d.line,)),
+                )
+
+
+@rule(
+    "MPS013",
+    "unaccepted-dtype",
+    WARNING,
+    "a registration's input dtype is one no overload of the functor accepts",
+    """
+Each `REGISTER_*_OP(foo, <in>, <out>)` instantiates `foo_functor` for `<in>`. When every
+`operator()` is constrained (`enable_if_t<is_scalar_floating_point_v<T>, ...>`,
+`is_complex_v`, `is_scalar_integral_v`) and none admits that input type (a complex
+`float2` registration with only real overloads, an integer one with only floating ones and
+no float result), the instantiation fails and the Metal library does not compile.
+Integer inputs computed in float are MPS012.
+
+Fix: add an overload for that kind of input, or remove the registration.
+""",
+)
+def unaccepted_dtype(f: Facts) -> Iterator[Finding]:
+    for m, defs in _functors(f):
+        for d in defs:
+            if d.name not in m.ops or not d.overloads:
+                continue
+            for (cin, cout), r in sorted(_registration_categories(f, m, d.name).items(), key=lambda kv: kv[1].line):
+                if d.accepts(cin) or (cin, cout) == (INT, FLOAT):
+                    continue
+                yield Finding(
+                    m.path, r.line, 0, "MPS013", WARNING,
+                    f"{r.macro}({d.name}, {', '.join(r.dtypes)}) registers {cin} inputs, but no overload of {d.name}_functor (line {d.line}) accepts them",
+                    symbols=(d.name, f"{d.name}_functor"),
+                    locate=partial(_lines_of, m.path, (d.line,)),
+                )

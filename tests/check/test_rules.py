@@ -22,7 +22,7 @@ def test_clean_tree_reports_nothing(check_tree):
 
 
 def test_rule_codes_are_stable():
-    assert list(RULES) == [f"MPS00{i}" for i in range(1, 10)]
+    assert list(RULES) == [f"MPS{i:03d}" for i in range(1, 14)]
     assert all(r.explanation and r.summary and r.name for r in RULES.values())
 
 
@@ -210,3 +210,59 @@ def test_findings_carry_symbols_and_locations(check_tree):
     edit(check_tree, BINARY_MM, "static void hypot_mps_kernel", "// REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\nstatic void hypot_mps_kernel")
     (g,) = run_check(PytorchTree(check_tree)).findings
     assert (BINARY_MM, line_of(check_tree, BINARY_MM, "// REGISTER_DISPATCH(hypot_stub")) not in g.locations
+
+
+SIN_FLOAT = "  inline T operator()(const T x) {\n    return T(precise::sin(float(x)));\n  }\n  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>"
+
+
+def test_nan_dropping_min_max_is_mps010_only_in_float_overloads(check_tree):
+    edit(check_tree, UNARY_METAL, "    return T(precise::sin(float(x)));", "    return T(max(precise::sin(float(x)), -1.0f));")
+    line = line_of(check_tree, UNARY_METAL, "return T(max(precise::sin")
+    assert found(check_tree) == [("MPS010", UNARY_METAL, line, 0)]
+    edit(check_tree, UNARY_METAL, "return T(max(precise::sin", "return T(metal::max(precise::sin")
+    assert found(check_tree) == [("MPS010", UNARY_METAL, line, 0)]
+    edit(check_tree, UNARY_METAL, "return T(metal::max(precise::sin", "return T(c10::metal::max(precise::sin")
+    assert found(check_tree) == []
+    # in the integer overload (and in a comment) a plain max is fine
+    edit(check_tree, UNARY_METAL, "    return precise::sin(float(x));", "    // max(a, b) would drop NaN\n    return precise::sin(float(max(x, T(0))));")
+    assert found(check_tree) == []
+
+
+def test_fast_math_is_mps011(check_tree):
+    edit(check_tree, UNARY_METAL, "    return T(precise::sin(float(x)));", "    return T(fast::sin(float(x)));")
+    assert found(check_tree) == [("MPS011", UNARY_METAL, line_of(check_tree, UNARY_METAL, "return T(fast::sin"), 0)]
+
+
+def test_int2float_registration_without_integer_overload_is_mps012(check_tree):
+    text = (check_tree / UNARY_METAL).read_text()
+    start = text.index("struct sin_functor {")
+    integral = text.index("  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>", start)
+    complex_ = text.index("  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>", integral)
+    (check_tree / UNARY_METAL).write_text(text[:integral] + text[complex_:])
+    codes = found(check_tree)
+    assert [c for c, *_ in codes] == ["MPS012"]
+    (finding,) = run_check(PytorchTree(check_tree)).findings
+    assert "sin_functor" in finding.message and "no overload taking integers" in finding.message
+
+
+def test_registration_no_overload_accepts_is_mps013(check_tree):
+    text = (check_tree / UNARY_METAL).read_text()
+    start = text.index("struct sin_functor {")
+    complex_ = text.index("  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>", start)
+    end = text.index("};", complex_)
+    (check_tree / UNARY_METAL).write_text(text[:complex_] + text[end:])
+    assert [c for c, *_ in found(check_tree)] == ["MPS013"]
+    (finding,) = run_check(PytorchTree(check_tree)).findings
+    assert "complex inputs" in finding.message and "sin, half2, half2" in finding.message
+
+
+def test_functor_overload_constraints_are_read_conservatively():
+    from mpsgen.tree.functors import ALL, COMPLEX, FLOAT, INT, accepted
+
+    assert accepted("template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>") == {FLOAT}
+    assert accepted("template <typename T, enable_if_t<!is_floating_point_v<T>, bool> = true>") == {INT}
+    assert accepted("template <typename T, ::metal::enable_if_t<::metal::is_floating_point_v<T>, bool> = true>") == {FLOAT, COMPLEX}
+    assert accepted("template <typename T, enable_if_t<is_scalar_integral_v<T> && !is_same_v<T, bool>, bool> = true>") == ALL
+    assert accepted("template <typename T, enable_if_t<is_complex_v<T> || is_scalar_integral_v<T>, bool> = true>") == ALL
+    assert accepted("template <typename T>") == ALL
+    assert INT in ALL

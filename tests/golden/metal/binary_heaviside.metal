@@ -70,8 +70,8 @@ struct hypot_functor {
 struct logaddexp_functor {
   template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
-    const float hi = ::metal::max(float(a), float(b));
-    const float lo = ::metal::min(float(a), float(b));
+    const float hi = c10::metal::max(float(a), float(b));
+    const float lo = c10::metal::min(float(a), float(b));
     return T(hi + precise::log(1.0f + precise::exp(lo - hi)));
   }
   template <typename T, enable_if_t<!is_floating_point_v<T>, bool> = true>
