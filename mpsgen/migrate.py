@@ -290,14 +290,7 @@ def plan_migrate(
                 hint="Make that code call the op (at::...) instead, then run again.",
             ) from None
         changeset.add(src, new_text)
-        parts = [", ".join(removal.impls)]
-        if removal.helpers:
-            parts.append("helpers " + ", ".join(removal.helpers))
-        if removal.macros:
-            parts.append("macro " + ", ".join(removal.macros))
-        if removal.includes:
-            parts.append("#include " + ", ".join(f"<{i}>" for i in removal.includes))
-        changeset.notes.append(f"{rel}: removed " + "; ".join(parts))
+        changeset.notes.append(removal.describe(rel))
     return changeset
 
 

@@ -65,14 +65,7 @@ def _remove_dead_impls(tree: PytorchTree, changeset: Changeset, rel: str, fs: li
         skipped.append(f"{rel}:{exc.line} still calls {exc.name}; nothing removed from {rel}")
         return
     changeset.add(src, new_text)
-    parts = [", ".join(removal.impls)]
-    if removal.helpers:
-        parts.append("helpers " + ", ".join(removal.helpers))
-    if removal.macros:
-        parts.append("macro " + ", ".join(removal.macros))
-    if removal.includes:
-        parts.append("#include " + ", ".join(f"<{i}>" for i in removal.includes))
-    changeset.notes.append(f"{rel}: removed " + "; ".join(parts))
+    changeset.notes.append(removal.describe(rel))
 
 
 def _remove_stale_xfails(tree: PytorchTree, changeset: Changeset, rel: str, fs: list[Finding], skipped: list[str]) -> None:

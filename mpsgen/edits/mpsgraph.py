@@ -50,6 +50,17 @@ class Removal:
     macros: tuple[str, ...]
     includes: tuple[str, ...]
 
+    def describe(self, rel: str) -> str:
+        """``<file>: removed <impls>; helpers ...; macro ...; #include <...>``."""
+        parts = [", ".join(self.impls)]
+        if self.helpers:
+            parts.append("helpers " + ", ".join(self.helpers))
+        if self.macros:
+            parts.append("macro " + ", ".join(self.macros))
+        if self.includes:
+            parts.append("#include " + ", ".join(f"<{i}>" for i in self.includes))
+        return f"{rel}: removed " + "; ".join(parts)
+
 
 @dataclass(frozen=True)
 class _Def:

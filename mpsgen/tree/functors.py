@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from mpsgen.tree.source import match_close
+
 FLOAT, INT, COMPLEX = "float", "int", "complex"
 ALL = frozenset({FLOAT, INT, COMPLEX})
 
@@ -43,7 +45,7 @@ class Overload(NamedTuple):
     body_line: int  # 1-based line where the body starts
 
 
-class FunctorDef(NamedTuple):
+class FunctorStruct(NamedTuple):
     name: str  # the op: ``exp`` for ``exp_functor``
     line: int
     overloads: tuple[Overload, ...]
@@ -79,19 +81,6 @@ class _LineCounter:
         return self.line
 
 
-def _close(text: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, len(text)):
-        c = text[i]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def accepted(declaration: str) -> frozenset[str]:
     """The categories an overload's template declaration lets in."""
     if "||" in declaration:
@@ -125,7 +114,7 @@ def _struct_end(text: str, open_at: int) -> int:
     return -1
 
 
-def scan_functors(text: str) -> list[FunctorDef]:
+def scan_functors(text: str) -> list[FunctorStruct]:
     """Every functor struct written out in ``text`` (not those a macro stamps out). Only the
     structs are read closely: the rest of a kernel file is passed over at regex speed."""
     if "_functor" not in text:
@@ -153,7 +142,7 @@ def scan_functors(text: str) -> list[FunctorDef]:
             brace = body.find("{", params_close)
             if params_close < 0 or brace < 0:
                 break
-            close = _close(body, brace)
+            close = match_close(body, brace)
             if close < 0:
                 break
             decl = body[prev_end:brace]
@@ -163,7 +152,7 @@ def scan_functors(text: str) -> list[FunctorDef]:
                 Overload(accepts, line_of(body_start + c.start()), body[brace + 1 : close], line_of(body_start + brace))
             )
             prev_end = close + 1
-        out.append(FunctorDef(m.group(1), struct_line, tuple(overloads)))
+        out.append(FunctorStruct(m.group(1), struct_line, tuple(overloads)))
     return out
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 from dataclasses import dataclass
 
+from mpsgen.tree.source import match_close
+
 # torch dtype spellings -> canonical names
 _ALIASES = {
     "float": "float32",
@@ -46,16 +48,8 @@ def complex_supported(text: str) -> set[str]:
     (``SUPPORTED_COMPLEX_OPS`` in 2.13; found by shape, not by that name)."""
     found: set[str] = set()
     for m in _COMPLEX_SET.finditer(text):
-        depth, i = 0, m.end() - 1
-        while i < len(text):
-            c = text[i]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
+        i = match_close(text, m.end() - 1)
+        i = len(text) if i < 0 else i
         body = "\n".join(line.split("#", 1)[0] for line in text[m.end() : i].split("\n"))
         found.update(_STRING.findall(body))
     return found
