@@ -397,6 +397,96 @@ def check(ctx: typer.Context) -> None:
     raise typer.Exit(check_main(list(ctx.args)))
 
 
+class ExplainFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command("explain")
+def explain_cmd(
+    op: str = typer.Argument(..., help="aten op name, e.g. acosh or heaviside"),
+    format_: ExplainFormat = typer.Option(ExplainFormat.text, "--format", help="text or json"),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Everything about one op: its rows and their MPS status, stub, kernels, registered dtypes,
+    the tests holding it back, and the mpsgen command for the next step.
+
+    Example: mpsgen explain acosh"""
+    from mpsgen.explain import explain_op, op_text
+
+    try:
+        if why := check_name(op, "op name"):
+            raise BadInput(why)
+        report = explain_op(PytorchTree.locate(root), op)
+    except MpsgenError as exc:
+        fail(exc)
+    if format_ == ExplainFormat.json:
+        import json
+
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(op_text(report))
+
+
+class CoverageFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+@app.command("coverage")
+def coverage_cmd(
+    format_: CoverageFormat = typer.Option(CoverageFormat.table, "--format", help="table, json, markdown or html"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write to this new file instead of standard output"),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """The tree's MPS coverage: ops on Metal, on their own *_mps kernels (MPSGraph), composite,
+    missing; counts by tag; migration candidates, easiest first. html is one self-contained page.
+
+    Example: mpsgen coverage --format html -o mps-coverage.html"""
+    from mpsgen.explain import coverage, coverage_html, coverage_table
+
+    try:
+        cov = coverage(PytorchTree.locate(root))
+        if format_ == CoverageFormat.json:
+            import json
+
+            text = json.dumps(cov.as_dict(), indent=2) + "\n"
+        elif format_ == CoverageFormat.html:
+            text = coverage_html(cov)
+        else:
+            text = coverage_table(cov, markdown=format_ == CoverageFormat.markdown)
+        if output is not None:
+            if output.exists():
+                raise BadInput(f"--output {output}: the file exists; name a new file.")
+            output.write_text(text, encoding="utf-8")
+            err.print(f"wrote {output} ({len(cov.ops)} ops).")
+        else:
+            sys.stdout.write(text)
+    except MpsgenError as exc:
+        fail(exc)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("mpsgen")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        sys.stdout.write(f"mpsgen {v}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _app_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
+) -> None:
+    """Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch."""
+
+
 def main() -> None:
     """Run the app; an interrupt before anything is written ends with a message and exit 130
     (not "Aborted!" or a traceback from an import inside a command)."""

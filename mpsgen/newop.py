@@ -270,12 +270,12 @@ class OpInfoTargets:
     dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
 
 
-def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpInfoTargets:
+def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTargets:
     """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
-    guesses = {spec.name}
-    for e in table.of_op(spec.name):
-        if e.python_module and spec.name.startswith(e.python_module + "_"):
-            guesses.add(e.python_module + "." + spec.name[len(e.python_module) + 1 :])
+    guesses = {op}
+    for e in table.of_op(op):
+        if e.python_module and op.startswith(e.python_module + "_"):
+            guesses.add(e.python_module + "." + op[len(e.python_module) + 1 :])
     texts = {}
     for rel in tree.opinfo_files():
         src = tree.read(rel)
@@ -288,7 +288,7 @@ def opinfo_keys(tree: PytorchTree, spec: OpSpec, table: NativeFunctions) -> OpIn
     for rel, src in texts.items():
         if not any(g in src.text for g in guesses):
             continue
-        for entry in find_op_entries(rel, src.text, spec.name, guesses):
+        for entry in find_op_entries(rel, src.text, op, guesses):
             names.add(entry.name)
             found.add(entry.name + entry.variant)
             keys.add(entry.name + entry.variant)
@@ -425,7 +425,7 @@ def plan_new_op(
     # -- tests: xfail lists and OpInfo decorators -----------------------------------------
     from mpsgen.edits import common_mps as common_mps_edit  # libcst: imported only when needed
 
-    targets = opinfo_keys(tree, spec, table)
+    targets = opinfo_keys(tree, spec.name, table)
     keys = targets.keys
     common = tree.read_optional(COMMON_MPS)
     if common is not None and (problem := python_syntax_problem(common)) is not None:

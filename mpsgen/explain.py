@@ -1,0 +1,418 @@
+"""What the tree says about one op, and about MPS coverage as a whole: read-only, built from
+the same scanners and cross-file facts as ``check`` (``check.index`` / ``check.rules.Facts``)
+and the row -> stub resolver. Nothing here prints; the CLI renders.
+
+A row's MPS status:
+
+- ``metal``: MPS is on the shared CPU/CUDA kernel and its stub has an MPS REGISTER_DISPATCH;
+- ``stub-unregistered``: MPS is on the shared kernel but the stub has no MPS kernel (broken);
+- ``mps-kernel``: ``MPS: foo_mps`` names a kernel of its own (MPSGraph code, or a hand-written
+  Metal host function), defined in an operations/*.mm file;
+- ``composite``: the row has no kernels for dense tensors but composite ones (or no dispatch
+  at all): it runs on MPS through the ops it is made of;
+- ``missing``: CPU/CUDA kernels, no MPS one;
+- ``other``: kernels for other backends only (sparse, quantized, nested...);
+- (rows only) ``delegate``: no dispatch of its own, ``structured_delegate: foo.out``: it
+  runs as that row does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mpsgen.check.index import Index
+from mpsgen.check.rules import Facts, mps_only, op_of, shared
+from mpsgen.errors import Refused
+from mpsgen.resources import resource_dir
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
+from mpsgen.tree.schema import guess_kind
+
+STATUSES = ("metal", "mps-kernel", "composite", "missing", "stub-unregistered", "other")
+_HOST_KEYS = frozenset({"CPU", "CUDA"})
+_COMPOSITE = frozenset({"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutogradNestedTensor"})
+# dispatch keys of layouts and backends other than the dense tensors MPS runs
+_NOT_DENSE = ("Sparse", "Quantized", "Nested", "Mkldnn", "Meta", "ZeroTensor")
+
+
+def dense_keys(keys: set[str]) -> set[str]:
+    """The keys that serve dense tensors (``SparseMPS`` or ``QuantizedCPU`` do not)."""
+    return {k for k in keys if not k.startswith(_NOT_DENSE)}
+
+
+@dataclass(frozen=True)
+class RowReport:
+    row: str
+    line: int  # of the row's "- func:" in native_functions.yaml
+    status: str
+    kernel: str | None = None  # the MPS kernel (shared or own)
+    where: str | None = None  # path:line of its MPS REGISTER_DISPATCH or definition
+    stub: str | None = None
+    stub_declared: str | None = None  # path:line of DECLARE_DISPATCH
+    tags: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("row", "line", "status", "kernel", "where", "stub", "stub_declared")} | {"tags": list(self.tags)}
+
+
+@dataclass(frozen=True)
+class OpReport:
+    op: str
+    rows: tuple[RowReport, ...]
+    metal: tuple[str, ...]  # path:line of the functor and registrations of the op's Metal kernels
+    dtypes: tuple[str, ...]  # Metal input types registered for those kernels
+    xfails: tuple[str, ...]  # "common_mps.py:LINE DICT[key] (dtypes)"
+    decorators: tuple[str, ...]  # "file:LINE DecorateInfo(..., device_type='mps') ..."
+    spec: str | None  # specs/<op>.yaml when mpsgen ships one
+    next_step: str
+
+    @property
+    def status(self) -> str:
+        return overall_status([r.status for r in self.rows])
+
+    def as_dict(self) -> dict:
+        return {
+            "op": self.op,
+            "status": self.status,
+            "rows": [r.as_dict() for r in self.rows],
+            "metal": list(self.metal),
+            "dtypes": list(self.dtypes),
+            "xfails": list(self.xfails),
+            "decorators": list(self.decorators),
+            "spec": self.spec,
+            "next_step": self.next_step,
+        }
+
+
+def overall_status(statuses: list[str]) -> str:
+    """An op's status from its rows': the least finished one that concerns MPS (a row that
+    delegates to another, ``structured_delegate: foo.out``, follows that row)."""
+    statuses = [s for s in statuses if s != "delegate"] or ["composite"]
+    for s in ("stub-unregistered", "missing", "mps-kernel", "metal", "other", "composite"):
+        if s in statuses:
+            return s
+    return "other"
+
+
+@dataclass
+class TreeFacts:
+    """The tree read once: yaml rows (full), and check's index and cross-file facts."""
+
+    tree: PytorchTree
+    rows: list[NativeFunction] = field(default_factory=list)
+    facts: Facts | None = None
+
+    @classmethod
+    def read(cls, tree: PytorchTree) -> TreeFacts:
+        rows = list(scan_native_functions(tree.read(NATIVE_FUNCTIONS).text).entries)
+        return cls(tree, rows, Facts(Index(tree)))
+
+
+def row_report(tf: TreeFacts, e: NativeFunction) -> RowReport:
+    f = tf.facts
+    assert f is not None
+    keys = {k for d in e.dispatch for k in d.keys}
+    if not e.dispatch and e.structured_delegate:
+        return RowReport(e.name, e.start_line, "delegate", e.structured_delegate, tags=e.tags)
+    mps = [d for d in e.dispatch if d.has_mps]
+    for d in mps:
+        if shared(d, e):
+            stub = f.tie_stub(e, d.kernel)
+            declared = f.index.stubs.get(stub) if stub else None
+            regs = f.dispatches.get(stub, []) if stub else []
+            status = "metal" if regs else ("stub-unregistered" if stub else "metal")
+            where = f"{regs[0].path}:{regs[0].line}" if regs else None
+            return RowReport(e.name, e.start_line, status, d.kernel, where, stub, f"{declared[0]}:{declared[1]}" if declared else None, e.tags)
+    for d in mps:
+        if mps_only(d):
+            kernel = d.kernel.rpartition("::")[2]
+            defs = f.definitions.get(kernel, [])
+            where = f"{defs[0].path}:{defs[0].line}" if defs else None
+            stub = f.row_stub(e)
+            declared = f.index.stubs.get(stub) if stub else None
+            return RowReport(e.name, e.start_line, "mps-kernel", kernel, where, stub, f"{declared[0]}:{declared[1]}" if declared else None, e.tags)
+    if not e.dispatch or (keys & _COMPOSITE and dense_keys(keys) <= _COMPOSITE):
+        # no kernels, or for dense tensors only composite ones (sparse kernels beside them aside)
+        return RowReport(e.name, e.start_line, "composite", tags=e.tags)
+    if keys & _HOST_KEYS:
+        stub = f.row_stub(e)
+        declared = f.index.stubs.get(stub) if stub else None
+        return RowReport(e.name, e.start_line, "missing", stub=stub, stub_declared=f"{declared[0]}:{declared[1]}" if declared else None, tags=e.tags)
+    return RowReport(e.name, e.start_line, "other", tags=e.tags)
+
+
+def explain_op(tree: PytorchTree, op: str, tf: TreeFacts | None = None) -> OpReport:
+    """Everything the tree says about ``op`` (its rows, in-place and out variants included)."""
+    tf = tf or TreeFacts.read(tree)
+    f = tf.facts
+    assert f is not None
+    entries = [e for e in tf.rows if op_of(e) == op]
+    if not entries:
+        near = sorted({op_of(e) for e in tf.rows if op in op_of(e)}, key=len)[:5]
+        hint = f" Similar ops: {', '.join(near)}." if near else ""
+        raise Refused(f"op {op!r} is not in {NATIVE_FUNCTIONS}.{hint}")
+    rows = tuple(row_report(tf, e) for e in entries)
+
+    # Metal kernels: the names the registered stubs' host functions pass to exec_*_kernel
+    names: list[str] = []
+    for r in rows:
+        if r.status == "metal" and r.stub:
+            names += f.metal_kernel_names(r.stub) or []
+    names = list(dict.fromkeys(names or ([op] if op in f.registered else [])))
+    metal: list[str] = []
+    dtypes: list[str] = []
+    for n in names:
+        for m in f.registered.get(n, ()):
+            if n in m.functors:
+                metal.append(f"{m.path}:{m.functors[n]} struct {n}_functor")
+            for i in m.ops[n][:3]:
+                st = m.statements[i]
+                metal.append(f"{m.path}:{st.line} {st.macro}({', '.join(st.args)})")
+        dtypes += [r.dtypes[0] for r in f.registrations(n) if r.dtypes]
+
+    xfails, decorators = _tests_holding_back(tree, op, tf.rows)
+    shipped = resource_dir("specs") / f"{op}.yaml"
+    report = OpReport(
+        op, rows, tuple(dict.fromkeys(metal)), tuple(dict.fromkeys(dtypes)), tuple(xfails), tuple(decorators),
+        f"specs/{op}.yaml" if shipped.is_file() else None, "",
+    )
+    return _with_next_step(report, entries)
+
+
+def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) -> tuple[list[str], list[str]]:
+    """The common_mps.py xfail/skip entries and OpInfo MPS decorators naming the op."""
+    from mpsgen.newop import opinfo_keys
+    from mpsgen.tree.native_yaml import NativeFunctions
+    from mpsgen.tree.xfails import read_xfail_entries
+
+    targets = opinfo_keys(tree, op, NativeFunctions(tuple(rows)))
+    keys = set(targets.keys)
+    xfails = []
+    common = tree.read_optional(COMMON_MPS)
+    if common is not None:
+        for x in read_xfail_entries(common.text):
+            if x.key in keys:
+                what = "every dtype" if x.dtypes is None else ", ".join(x.dtypes)
+                xfails.append(f"{COMMON_MPS}:{x.line} {x.dict_name}[{x.key!r}] ({what})")
+    decorators = []
+    for rel, spans in targets.spans:
+        text = tree.read(rel).text
+        for start, end in spans:
+            chunk = text[start:end]
+            at = 0
+            while (i := chunk.find("DecorateInfo(", at)) >= 0:
+                close = chunk.find("\n", i)
+                stmt_end = _call_end(chunk, i + len("DecorateInfo"))
+                call = chunk[i:stmt_end]
+                if "'mps'" in call or '"mps"' in call:
+                    line = text.count("\n", 0, start + i) + 1
+                    first = " ".join(call.split())[:110]
+                    decorators.append(f"{rel}:{line} {first}")
+                at = max(stmt_end, close if close > 0 else i + 1)
+    return xfails, decorators
+
+
+def _call_end(text: str, open_paren: int) -> int:
+    depth = 0
+    for i in range(open_paren, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport:
+    from dataclasses import replace
+
+    op = report.op
+    status = report.status
+    kind = _kind_flag(entries)
+    shipped = resource_dir("specs") / f"{op}.yaml"
+    # the shipped spec by its full path: the command works verbatim from the checkout
+    spec = f" --spec {shipped}" if report.spec else ""
+    if status == "stub-unregistered":
+        step = f"MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
+    elif status == "missing":
+        step = f"mpsgen new-op {op} {spec.strip() or kind} --dry-run".replace("  ", " ")
+    elif status == "mps-kernel":
+        # a shipped spec is taken by default
+        step = f"mpsgen migrate-from-mpsgraph {op} {'' if report.spec else kind} --dry-run".replace("  ", " ")
+    elif status == "metal":
+        step = f"nothing to add: {op} runs on Metal; test it with `python test/test_mps.py -k {op}`"
+        if report.xfails:
+            step = f"{op} runs on Metal but common_mps.py still holds entries for it: `mpsgen check --select MPS009 --fix --diff`"
+    elif status == "composite":
+        step = f"nothing to add: {op} is composite and runs on MPS through the ops it is made of"
+    else:
+        step = f"{op} has no CPU/CUDA kernel for MPS to share; nothing mpsgen can write"
+    return replace(report, next_step=step)
+
+
+def _kind_flag(entries: list[NativeFunction]) -> str:
+    for e in entries:
+        if e.overload == "out" or e.func.find("Tensor(a!) out") >= 0:
+            k = guess_kind(e.func)
+            return {"unary": "--unary", "binary": "--binary"}.get(k, f"--kind {k}" if k else "")
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage
+
+
+@dataclass(frozen=True)
+class Coverage:
+    ops: dict[str, str]  # op -> status
+    by_tag: dict[str, Counter]  # tag -> Counter of statuses
+    candidates: list[dict]  # migration candidates, easiest first
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(self.ops.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "counts": {s: self.counts.get(s, 0) for s in STATUSES},
+            "total": len(self.ops),
+            "by_tag": {t: {s: c.get(s, 0) for s in STATUSES} for t, c in sorted(self.by_tag.items())},
+            "ops": dict(sorted(self.ops.items())),
+            "migration_candidates": self.candidates,
+        }
+
+
+def coverage(tree: PytorchTree) -> Coverage:
+    """Every op's MPS status, counts by tag, and the migration candidates ranked by ease."""
+    from mpsgen.migrate import list_candidates
+
+    tf = TreeFacts.read(tree)
+    per_op: dict[str, list[str]] = {}
+    tags_of: dict[str, set[str]] = {}
+    for e in tf.rows:
+        op = op_of(e)
+        per_op.setdefault(op, []).append(row_report(tf, e).status)
+        tags_of.setdefault(op, set()).update(e.tags)
+    ops = {op: overall_status(st) for op, st in per_op.items()}
+    by_tag: dict[str, Counter] = {}
+    for op, status in ops.items():
+        for t in tags_of[op] or {"(untagged)"}:
+            by_tag.setdefault(t, Counter())[status] += 1
+    ranked = sorted(list_candidates(tree), key=lambda c: (not c.migratable, not c.elementwise, len(c.rows), c.op))
+    candidates = [c.as_dict() | {"rank": i + 1} for i, c in enumerate(ranked)]
+    return Coverage(ops, by_tag, candidates)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering (strings; the CLI prints them)
+
+
+def op_text(r: OpReport) -> str:
+    lines = [f"{r.op}: {r.status}"]
+    lines.append(f"  rows ({NATIVE_FUNCTIONS}):")
+    for row in r.rows:
+        detail = []
+        if row.status == "delegate":
+            detail.append(f"runs as {row.kernel}")
+        elif row.kernel:
+            detail.append(f"MPS -> {row.kernel}")
+        if row.where:
+            detail.append(f"at {row.where}")
+        if row.stub:
+            detail.append(f"stub {row.stub}" + (f" ({row.stub_declared})" if row.stub_declared else ""))
+        lines.append(f"    {row.row:<40} line {row.line:<6} {row.status:<18} {'; '.join(detail)}")
+    if r.metal:
+        lines.append("  Metal kernel:")
+        lines += [f"    {m}" for m in r.metal]
+        lines.append(f"  registered input types: {', '.join(r.dtypes) or '-'}")
+    lines.append("  holding it back in tests:" if r.xfails or r.decorators else "  holding it back in tests: nothing")
+    lines += [f"    {x}" for x in r.xfails]
+    lines += [f"    {d}" for d in r.decorators]
+    lines.append(f"  spec: {r.spec or 'none shipped (the functor is yours to write: --expr or --functor-file)'}")
+    lines.append(f"  next: {r.next_step}")
+    return "\n".join(lines) + "\n"
+
+
+def coverage_table(c: Coverage, markdown: bool = False) -> str:
+    counts = c.counts
+    total = len(c.ops)
+    out = []
+    if markdown:
+        out += ["| status | ops | share |", "|---|---:|---:|"]
+        out += [f"| {s} | {counts.get(s, 0)} | {100 * counts.get(s, 0) / max(total, 1):.1f}% |" for s in STATUSES]
+        out += [f"| total | {total} | |", "", "| tag | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
+        out += [f"| {t} | " + " | ".join(str(k.get(s, 0)) for s in STATUSES) + " |" for t, k in sorted(c.by_tag.items())]
+        out += ["", "| rank | op | kind | rows | migratable | spec |", "|---:|---|---|---:|---|---|"]
+        out += [f"| {x['rank']} | {x['op']} | {x['kind']} | {len(x['rows'])} | {'yes' if x['migratable'] else 'no'} | {x['spec'] or ''} |" for x in c.candidates]
+        return "\n".join(out) + "\n"
+    out.append(f"MPS coverage of {total} ops in {NATIVE_FUNCTIONS}:")
+    out += [f"  {s:<18} {counts.get(s, 0):>5}  {100 * counts.get(s, 0) / max(total, 1):5.1f}%" for s in STATUSES]
+    out.append("")
+    out.append("by tag:  " + "  ".join(f"{s:>10}" for s in STATUSES))
+    out += [f"  {t[:24]:<24}" + "".join(f"{k.get(s, 0):>12}" for s in STATUSES) for t, k in sorted(c.by_tag.items())]
+    out.append("")
+    out.append(f"migration candidates (MPS on a *_mps kernel beside a CPU/CUDA one), easiest first: {len(c.candidates)}")
+    out += [
+        f"  {x['rank']:>3}. {x['op']:<28} {x['kind']:<14} rows {len(x['rows']):<3} {'migratable' if x['migratable'] else 'needs work':<11} {x['spec'] or ''}"
+        for x in c.candidates
+    ]
+    return "\n".join(out) + "\n"
+
+
+def coverage_html(c: Coverage) -> str:
+    """One self-contained page (no network): counts, a bar chart, and a sortable table of ops."""
+    from html import escape
+
+    counts = c.counts
+    total = max(len(c.ops), 1)
+    colors = {"metal": "#2e7d32", "mps-kernel": "#f9a825", "composite": "#90a4ae", "missing": "#c62828", "stub-unregistered": "#6a1b9a", "other": "#5d4037"}
+    bars = []
+    for i, s in enumerate(STATUSES):
+        n = counts.get(s, 0)
+        width = 600 * n / total
+        bars.append(
+            f'<g class="bar" data-status="{s}"><text x="0" y="{i * 26 + 17}">{s}</text>'
+            f'<rect x="150" y="{i * 26 + 4}" width="{width:.1f}" height="18" fill="{colors[s]}"></rect>'
+            f'<text x="{150 + width + 6:.1f}" y="{i * 26 + 17}" class="n">{n}</text></g>'
+        )
+    summary = "".join(f'<tr><td>{s}</td><td class="count" data-status="{s}">{counts.get(s, 0)}</td></tr>' for s in STATUSES)
+    rank = {x["op"]: x["rank"] for x in c.candidates}
+    rows = "".join(
+        f'<tr><td>{escape(op)}</td><td data-status="{st}">{st}</td><td>{rank.get(op, "")}</td></tr>' for op, st in sorted(c.ops.items())
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>MPS coverage</title>
+<style>
+body {{ font: 14px system-ui, sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+td, th {{ border: 1px solid #ccc; padding: 2px 8px; }}
+th {{ cursor: pointer; background: #eee; }}
+svg text {{ font: 12px system-ui, sans-serif; }}
+</style></head><body>
+<h1>MPS coverage</h1>
+<p id="total">{len(c.ops)} ops in native_functions.yaml</p>
+<table id="summary"><tr><th>status</th><th>ops</th></tr>{summary}</table>
+<svg id="chart" width="820" height="{len(STATUSES) * 26 + 8}" role="img" aria-label="ops by MPS status">{"".join(bars)}</svg>
+<h2>Ops</h2>
+<table id="ops"><thead><tr><th data-col="0">op</th><th data-col="1">status</th><th data-col="2">migration rank</th></tr></thead>
+<tbody>{rows}</tbody></table>
+<script>
+document.querySelectorAll("#ops th").forEach(function (th) {{
+  th.addEventListener("click", function () {{
+    var col = +th.dataset.col, body = document.querySelector("#ops tbody");
+    var asc = th.dataset.dir !== "asc"; th.dataset.dir = asc ? "asc" : "desc";
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {{
+      var x = a.cells[col].textContent, y = b.cells[col].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var r = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return asc ? r : -r;
+    }});
+    rows.forEach(function (r) {{ body.appendChild(r); }});
+  }});
+}});
+</script>
+</body></html>
+"""

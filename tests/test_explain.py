@@ -1,0 +1,139 @@
+"""explain and coverage on a practice tree holding torch 2.13's real yaml, test lists and
+OpInfos: the statuses, the tests holding an op back, the next command, and coverage counts
+checked against an independent reading of the yaml (yaml.CSafeLoader)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import yaml
+
+from mpsgen.explain import STATUSES, coverage
+from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
+
+
+def test_explain_acosh_shows_its_mps_kernel_and_the_migrate_command(real_tree: Path, run):
+    res = run("explain", "acosh", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert out.startswith("acosh: mps-kernel")
+    assert "acosh.out" in out and "MPS -> acosh_out_mps" in out and "UnaryOps.mm:" in out
+    assert "stub acosh_stub (aten/src/ATen/native/UnaryOps.h:" in out
+    assert "acosh                                    line " in out and "runs as acosh.out" in out
+    assert "next: mpsgen migrate-from-mpsgraph acosh --dry-run" in out
+
+
+def test_explain_heaviside_shows_missing_and_what_holds_it_back(real_tree: Path, run):
+    res = run("explain", "heaviside", "--format", "json", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "missing"
+    out_row = next(r for r in doc["rows"] if r["row"] == "heaviside.out")
+    assert out_row["status"] == "missing" and out_row["stub"] == "heaviside_stub"
+    assert any("UNIMPLEMENTED_XFAILLIST['heaviside'] (every dtype)" in x for x in doc["xfails"])
+    assert any("device_type='mps'" in d for d in doc["decorators"])
+    assert doc["next_step"].startswith("mpsgen new-op heaviside --spec ") and doc["next_step"].endswith("specs/heaviside.yaml --dry-run")
+
+
+def test_explain_a_metal_op_lists_its_kernel_and_dtypes(real_tree: Path, run):
+    res = run("explain", "hypot", "--root", real_tree)
+    assert res.exit_code == 0
+    assert res.stdout.startswith("hypot: metal")
+    assert "struct hypot_functor" in res.stdout and "registered input types: float, half, bfloat" in res.stdout
+
+
+def test_explain_unknown_op_is_refused(real_tree: Path, run):
+    res = run("explain", "no_such_op", "--root", real_tree)
+    assert res.exit_code == 1 and "is not in" in res.output
+    assert run("explain", "a b", "--root", real_tree).exit_code == 2
+
+
+def _independent(yaml_path: Path) -> dict[str, dict]:
+    """Per op, from the yaml alone: whether any row has an MPS key, and whether every row is
+    composite for dense tensors (no dispatch, or only Composite* keys beside sparse,
+    quantized, nested, mkldnn or meta ones)."""
+    data = yaml.load(yaml_path.read_text(), Loader=yaml.CSafeLoader)
+    ops: dict[str, dict] = {}
+    for entry in data:
+        name = entry["func"].split("(")[0].split(".")[0]
+        op = name[:-1] if name.endswith("_") and not name.startswith("_") else name
+        keys = set()
+        for k in (entry.get("dispatch") or {}):
+            keys |= {x.strip() for x in k.split(",")}
+        info = ops.setdefault(op, {"mps": False, "composite": True})
+        info["mps"] |= "MPS" in keys
+        composite = {k for k in keys if k.startswith("Composite")}
+        dense = {k for k in keys if not any(k.startswith(p) for p in ("Sparse", "Quantized", "Nested", "Mkldnn", "Meta", "ZeroTensor"))}
+        if keys and not (composite and dense <= composite):
+            info["composite"] = False
+    return ops
+
+
+def test_coverage_counts_agree_with_an_independent_reading(real_tree: Path):
+    cov = coverage(PytorchTree(real_tree))
+    ind = _independent(real_tree / NATIVE_FUNCTIONS)
+    assert set(cov.ops) == set(ind)
+    assert sum(cov.counts.values()) == len(ind)
+    composite = {op for op, i in ind.items() if i["composite"]}
+    assert {op for op, s in cov.ops.items() if s == "composite"} == composite
+    with_mps = {op for op, i in ind.items() if i["mps"]}
+    assert {op for op, s in cov.ops.items() if s in ("metal", "mps-kernel", "stub-unregistered")} <= with_mps
+    assert cov.ops["hypot"] == "metal" and cov.ops["acosh"] == "mps-kernel" and cov.ops["heaviside"] == "missing"
+    assert cov.candidates and cov.candidates[0]["rank"] == 1 and cov.candidates[0]["migratable"]
+
+
+class _Cells(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+        self.ops = 0
+        self.refs: list[str] = []
+        self._status: str | None = None
+        self._in_ops = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "td" and a.get("class") == "count":
+            self._status = a["data-status"]
+        if tag == "table" and a.get("id") == "ops":
+            self._in_ops = True
+        if tag == "tr" and self._in_ops:
+            self.ops += 1
+        for k in ("src", "href"):
+            if k in a:
+                self.refs.append(a[k])
+
+    def handle_data(self, data):
+        if self._status is not None:
+            self.counts[self._status] = int(data)
+            self._status = None
+
+
+def test_coverage_html_is_one_self_contained_page_with_the_counts(real_tree: Path, run, tmp_path: Path):
+    page = tmp_path / "cov.html"
+    res = run("coverage", "--format", "html", "--output", page, "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    cells = _Cells()
+    cells.feed(page.read_text())
+    cov = coverage(PytorchTree(real_tree))
+    assert cells.counts == {s: cov.counts.get(s, 0) for s in STATUSES}
+    assert cells.ops == len(cov.ops) + 1  # the header row
+    assert cells.refs == []  # nothing loaded from elsewhere
+    again = run("coverage", "--format", "html", "--output", page, "--root", real_tree)
+    assert again.exit_code == 2 and "exists" in again.output
+
+
+def test_coverage_table_markdown_and_json(real_tree: Path, run):
+    table = run("coverage", "--root", real_tree)
+    assert table.exit_code == 0 and "MPS coverage of" in table.stdout and "migration candidates" in table.stdout
+    md = run("coverage", "--format", "markdown", "--root", real_tree)
+    assert md.stdout.startswith("| status | ops | share |")
+    doc = json.loads(run("coverage", "--format", "json", "--root", real_tree).stdout)
+    assert doc["total"] == sum(doc["counts"].values())
+
+
+def test_version(run):
+    res = run("--version")
+    assert res.exit_code == 0 and res.stdout.startswith("mpsgen ")
