@@ -165,6 +165,7 @@ class Changeset:
     # write (exit 1) unless --force
     blockers: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # test-list entries deliberately left, and why
+    next_steps: list[str] = field(default_factory=list)  # commands to build and test the change
 
     def add(self, source: SourceFile, new_text: str) -> None:
         for i, e in enumerate(self.edits):

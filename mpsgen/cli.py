@@ -131,6 +131,7 @@ def report(
         for note in changeset.notes:
             err.print(f"  {note}", markup=False)
         err.print(f"dry run: {len(changeset.changed)} file(s) would change; nothing written.")
+        print_next_steps(changeset)
         if blocked and not force:
             raise typer.Exit(1)
         return
@@ -146,6 +147,14 @@ def report(
     for note in changeset.notes:
         err.print(f"  {note}")
     err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
+    print_next_steps(changeset)
+
+
+def print_next_steps(changeset: Changeset) -> None:
+    if changeset.next_steps:
+        err.print("next steps:")
+        for step in changeset.next_steps:
+            err.print(f"  {step}")
 
 
 def build_spec(

@@ -27,6 +27,7 @@ from mpsgen.errors import Refused
 from mpsgen.resources import resource_dir
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
+from mpsgen.tree.opinfo import mps_decorators
 from mpsgen.tree.schema import guess_kind
 
 STATUSES = ("metal", "mps-kernel", "composite", "missing", "stub-unregistered", "other")
@@ -199,30 +200,9 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
     for rel, spans in targets.spans:
         text = tree.read(rel).text
         for start, end in spans:
-            chunk = text[start:end]
-            at = 0
-            while (i := chunk.find("DecorateInfo(", at)) >= 0:
-                close = chunk.find("\n", i)
-                stmt_end = _call_end(chunk, i + len("DecorateInfo"))
-                call = chunk[i:stmt_end]
-                if "'mps'" in call or '"mps"' in call:
-                    line = text.count("\n", 0, start + i) + 1
-                    first = " ".join(call.split())[:110]
-                    decorators.append(f"{rel}:{line} {first}")
-                at = max(stmt_end, close if close > 0 else i + 1)
+            for s, e in mps_decorators(text, start, end):
+                decorators.append(f"{rel}:{text.count(chr(10), 0, s) + 1} {' '.join(text[s:e].split())[:110]}")
     return xfails, decorators
-
-
-def _call_end(text: str, open_paren: int) -> int:
-    depth = 0
-    for i in range(open_paren, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
 
 
 def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport:

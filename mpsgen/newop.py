@@ -443,6 +443,7 @@ def plan_new_op(
             changeset.add(common, new_common)
             added = f"; {', '.join(sorted(complex_keys))} joins the complex-supporting ops" if complex_keys else ""
             changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}{added}")
+    unblocked: list[tuple[str, str]] = []  # (test class, test) of the removed decorators
     for rel, entry_spans in targets.spans:
         src = tree.read(rel)
         kept_decorators: list[tuple[int, str]] = []
@@ -451,4 +452,42 @@ def plan_new_op(
         if new_text != src.text:
             changeset.add(src, new_text)
             changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")
+            unblocked += decorated_tests(src.text, entry_spans, {line for line, _why in kept_decorators})
+    changeset.next_steps = next_steps(sorted(targets.found or {spec.name}), unblocked)
     return changeset
+
+
+_DECORATED_TEST = re.compile(r"""DecorateInfo\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*['"](\w+)['"]\s*,\s*['"](\w+)['"]""")
+_TEST_FILES = {
+    "TestCommon": "test/test_ops.py", "TestCompositeCompliance": "test/test_ops.py", "TestMathBits": "test/test_ops.py",
+    "TestTags": "test/test_ops.py", "TestFakeTensor": "test/test_ops.py", "TestRefsOpsInfo": "test/test_ops.py",
+    "TestUnaryUfuncs": "test/test_unary_ufuncs.py", "TestBinaryUfuncs": "test/test_binary_ufuncs.py",
+    "TestBwdGradients": "test/test_ops_gradients.py", "TestFwdGradients": "test/test_ops_fwd_gradients.py",
+    "TestConsistency": "test/test_mps.py", "TestMPS": "test/test_mps.py",
+}
+
+
+def decorated_tests(text: str, spans: list[tuple[int, int]], kept_lines: set[int]) -> list[tuple[str, str]]:
+    """(class, test) of the MPS decorators in ``spans`` of ``text`` that the edit removed (all
+    but those starting on ``kept_lines``)."""
+    from mpsgen.tree.opinfo import mps_decorators
+
+    found = set()
+    for start, end in spans:
+        for s, _e in mps_decorators(text, start, end):
+            m = _DECORATED_TEST.match(text, s)
+            if m and text.count("\n", 0, s) + 1 not in kept_lines:
+                found.add((m.group(1), m.group(2)))
+    return sorted(found)
+
+
+def next_steps(opinfo_keys: list[str], unblocked: list[tuple[str, str]]) -> list[str]:
+    """The commands that build the change and run the tests it should turn green."""
+    steps = ["build:  python -m pip install --no-build-isolation -v -e .   (at the top of the checkout)"]
+    for key in opinfo_keys:
+        steps.append(f"test:   python test/test_mps.py -v -k test_output_match_{key.replace('.', '_')}")
+    for cls, test in unblocked:
+        where = _TEST_FILES.get(cls, "test/test_ops.py")
+        name = opinfo_keys[0].replace(".", "_") if opinfo_keys else ""
+        steps.append(f"test:   python -m pytest {where} -v -k \"{cls} and {test} and {name} and mps\"   (its MPS xfail is gone)")
+    return steps

@@ -372,3 +372,13 @@ def test_alpha_type_needs_a_library_that_takes_it(real_tree: Path):
         )
     problems = host_form_problems(PytorchTree(real_tree), "unary")
     assert problems and "takes no ScalarType" in problems[0]
+
+
+def test_next_steps_name_the_build_and_the_tests_the_change_turns_green(real_tree, run):
+    res = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    err = res.stderr
+    assert "next steps:" in err and "python -m pip install --no-build-isolation -v -e ." in err
+    assert "python test/test_mps.py -v -k test_output_match_heaviside" in err
+    # the OpInfo decorators the change removed: each its test command
+    assert 'python -m pytest test/test_ops.py -v -k "TestCommon and test_out and heaviside and mps"' in err

@@ -10,38 +10,15 @@ from __future__ import annotations
 
 import re
 
-from mpsgen.tree.opinfo import python_close
+from mpsgen.tree.opinfo import mps_decorators, python_close
 from mpsgen.tree.reasons import NUMERICS, comment_above, is_unimplemented_reason
 
-_DECORATE = re.compile(r"\bDecorateInfo\(")
-_MPS = re.compile(r"""device_type\s*=\s*['"]mps['"]""")
 _OPENS_TUPLE = re.compile(r"^\s*\w+\s*=\s*[(\[]\s*(#.*)?$")
 _EMPTY_ARG = re.compile(r"^[ \t]*(?:skips|decorators)\s*=\s*\(\s*\)\s*,?[ \t]*\n", re.M)
 
 
 def _is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
-
-
-def mps_decorators(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """(start, end) offsets of every MPS DecorateInfo call between ``start`` and ``end``."""
-    found = []
-    pos = start
-    while True:
-        m = _DECORATE.search(text, pos, end)
-        if not m:
-            return found
-        # skip matches inside a comment line
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        if "#" in text[line_start : m.start()]:
-            pos = m.end()
-            continue
-        close = python_close(text, m.end() - 1)
-        if close < 0:
-            return found
-        if _MPS.search(text, m.end(), close):
-            found.append((m.start(), close + 1))
-        pos = close + 1
 
 
 def remove_mps_decorators(text: str, spans: list[tuple[int, int]], kept: list[tuple[int, str]] | None = None) -> str:

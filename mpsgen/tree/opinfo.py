@@ -155,3 +155,28 @@ def declared_dtypes(text: str, entry: OpInfoEntry) -> set[str] | None:
         extra = {canonical_dtype(a) for a in m.group(3).split(",") if a.strip()}
         found[m.group(1)] = _DTYPE_HELPERS[base] | extra
     return found.get("dtypesIfMPS", found.get("dtypes"))
+
+
+_DECORATE = re.compile(r"\bDecorateInfo\(")
+_MPS = re.compile(r"""device_type\s*=\s*['"]mps['"]""")
+
+
+def mps_decorators(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) offsets of every MPS DecorateInfo call between ``start`` and ``end``."""
+    found = []
+    pos = start
+    while True:
+        m = _DECORATE.search(text, pos, end)
+        if not m:
+            return found
+        # skip matches inside a comment line
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" in text[line_start : m.start()]:
+            pos = m.end()
+            continue
+        close = python_close(text, m.end() - 1)
+        if close < 0:
+            return found
+        if _MPS.search(text, m.end(), close):
+            found.append((m.start(), close + 1))
+        pos = close + 1
