@@ -101,6 +101,39 @@ def print_diff(diff: str) -> None:
         out.print(Text(line, style=style or ""))
 
 
+WithTestOpt = typer.Option(
+    False, "--with-test", help="also write test_<op>_shader.py here: compiles the functor with torch.mps.compile_shader and compares it with the CPU op"
+)
+PrOpt = typer.Option(False, "--pr-description", help="print a PR title and body in PyTorch's style")
+
+
+def prepare_companions(spec, command: str, with_test: bool) -> tuple[Path, str] | None:
+    """The shader test to write with the change (checked before anything is written)."""
+    if not with_test:
+        return None
+    from mpsgen.companions import shader_test
+
+    name, text = shader_test(spec, command)
+    path = Path.cwd() / name
+    if path.exists():
+        raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
+    return path, text
+
+
+def write_companions(spec, changeset, command: str, test_file: tuple[Path, str] | None, pr: bool, dry_run: bool) -> None:
+    if test_file is not None:
+        path, text = test_file
+        if dry_run:
+            err.print(f"dry run: would write {path}")
+        else:
+            path.write_text(text, encoding="utf-8")
+            err.print(f"wrote {path}: on a Mac, `python -m pytest {path.name} -v` checks the functor before you build")
+    if pr:
+        from mpsgen.companions import pr_description
+
+        sys.stdout.write("\n" + pr_description(spec, changeset, command))
+
+
 ForceOpt = typer.Option(
     False, "--force", help="write even when the result would not build, link or dispatch (the problems are still printed)"
 )
@@ -246,6 +279,8 @@ def new_op(
     patch: Optional[Path] = PatchOpt,
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
+    with_test: bool = WithTestOpt,
+    pr: bool = PrOpt,
 ) -> None:
     """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests."""
     from mpsgen.newop import plan_new_op
@@ -256,7 +291,9 @@ def new_op(
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
         changeset = plan_new_op(tree, spec)
+        test_file = prepare_companions(spec, "new-op", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+        write_companions(spec, changeset, "new-op", test_file, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
 
@@ -339,6 +376,8 @@ def migrate_from_mpsgraph(
     patch: Optional[Path] = PatchOpt,
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
+    with_test: bool = WithTestOpt,
+    pr: bool = PrOpt,
     allow_dtype_loss: bool = typer.Option(
         False, "--allow-dtype-loss", help="migrate even if the Metal kernel serves fewer dtypes than MPSGraph did"
     ),
@@ -388,7 +427,9 @@ def migrate_from_mpsgraph(
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
         changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
+        test_file = prepare_companions(spec, "migrate-from-mpsgraph", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+        write_companions(spec, changeset, "migrate-from-mpsgraph", test_file, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
 
