@@ -518,6 +518,68 @@ def coverage_cmd(
         fail(exc)
 
 
+@app.command("doctor")
+def doctor_cmd(root: Optional[Path] = RootOption) -> None:
+    """Check the set-up MPS work needs and say how to fix each miss: the checkout and its
+    version, the files mpsgen edits, their git state, build folder, ninja, clang-format, and on
+    a Mac the Metal toolchain and torch.mps. Exit 0 when the needed checks pass.
+
+    Example: mpsgen doctor --root ~/pytorch"""
+    from mpsgen.doctor import exit_status, run_doctor
+
+    checks = run_doctor(root)
+    for c in checks:
+        line = f"{c.status:<5} {c.name}: {c.detail}"
+        if c.fix and c.status != "ok":
+            line += f"\n      fix: {c.fix}"
+        out.print(line)
+    code = exit_status(checks)
+    err.print("doctor: ready." if code == 0 else "doctor: fix the FAIL lines above first.")
+    raise typer.Exit(code)
+
+
+@app.command("tutorial")
+def tutorial_cmd(
+    yes: bool = typer.Option(False, "--yes", "-y", help="run straight through, without waiting between steps"),
+    keep: Optional[Path] = typer.Option(None, "--keep", help="build the practice tree here (a new or empty folder) and keep it"),
+) -> None:
+    """A guided first MPS op on a practice tree: explain an op, add it with new-op, see the diff,
+    check it, break it and see check catch it.
+
+    Example: mpsgen tutorial"""
+    import subprocess
+
+    from mpsgen.practice import build_practice_tree
+    from mpsgen.tutorial import break_registration, steps
+
+    if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
+        fail(BadInput(f"--keep {keep}: it exists and is not an empty folder; the practice tree would overwrite it."))
+    interactive = not yes and sys.stdin.isatty()
+    with tempfile.TemporaryDirectory(prefix="mpsgen-tutorial-") as tmp:
+        root, _real = build_practice_tree(keep or Path(tmp) / "pytorch")
+        out.print(f"A practice PyTorch tree is at {root}: mpsgen's own sample kernels with torch 2.13's real yaml and test lists.\n")
+        for step in steps(root):
+            out.print(Text(step.title, style="bold"))
+            out.print(step.say)
+            if step.action == "break":
+                out.print(f"  ({break_registration(root)})")
+            if step.args:
+                out.print(Text("$ mpsgen " + " ".join(step.args), style="cyan"))
+                proc = subprocess.run([sys.executable, "-m", "mpsgen", *step.args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                sys.stdout.write(proc.stdout)
+                sys.stdout.write(proc.stderr)
+                if proc.returncode not in step.expect:
+                    fail(MpsgenError(f"tutorial step {step.title!r} ended with exit status {proc.returncode}; expected {step.expect}."))
+            out.print("")
+            if interactive:
+                try:
+                    if input("Enter to go on, q to stop: ").strip().lower() == "q":
+                        break
+                except EOFError:
+                    interactive = False
+        out.print("Done." + (f" The practice tree stays at {root}." if keep else " The practice tree is removed."))
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version

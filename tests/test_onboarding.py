@@ -1,0 +1,60 @@
+"""doctor and tutorial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mpsgen import doctor
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
+from tests.conftest import git_init
+
+
+def test_doctor_on_a_ready_checkout(real_tree: Path, run):
+    git_init(real_tree)
+    res = run("doctor", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert f"ok    PyTorch checkout: {real_tree.resolve()}" in out
+    assert f"ok    {NATIVE_FUNCTIONS}: present and readable" in out
+    assert "ok    git: the files mpsgen edits have no uncommitted changes" in out
+    assert "need a Mac" in out  # on Linux it says which steps need a Mac
+    assert "doctor: ready." in res.stderr
+
+
+def test_doctor_names_what_to_fix(real_tree: Path, run, tmp_path: Path):
+    git_init(real_tree)
+    (real_tree / COMMON_MPS).write_text((real_tree / COMMON_MPS).read_text() + "\ndef broken(:\n")
+    res = run("doctor", "--root", real_tree)
+    assert res.exit_code == 1
+    assert f"FAIL  {COMMON_MPS}:" in res.stdout and "not valid Python" in res.stdout
+    assert f"warn  git: uncommitted changes in {COMMON_MPS}" in res.stdout
+    outside = run("doctor", "--root", tmp_path)
+    assert outside.exit_code == 1 and "FAIL  PyTorch checkout" in outside.stdout
+
+
+def test_doctor_on_a_mac_checks_the_metal_toolchain_and_torch_mps(real_tree: Path, monkeypatch):
+    calls = []
+
+    def fake_run(cmd, cwd=None, timeout=20):
+        calls.append(cmd[0])
+        return None  # neither is installed
+
+    monkeypatch.setattr(doctor, "_run", fake_run)
+    checks = {c.name: c for c in doctor.run_doctor(real_tree, system="Darwin")}
+    assert checks["Metal toolchain"].status == "warn" and "xcode-select" in checks["Metal toolchain"].fix
+    assert checks["torch.mps"].status == "warn"
+    assert "xcrun" in calls and "Mac-only steps" not in checks
+    assert doctor.exit_status(list(checks.values())) == 0  # the toolchain is not needed to write a change
+
+
+def test_tutorial_runs_through_with_yes(run, tmp_path: Path):
+    keep = tmp_path / "practice"
+    res = run("tutorial", "--yes", "--keep", keep)
+    assert res.exit_code == 0, res.output
+    out = res.output
+    for title in ("1. What is missing", "2. Preview the change", "3. Write it", "4. Check it", "5. Break something", "6. See check catch it", "7. Your turn"):
+        assert title in out
+    assert "heaviside: missing" in out and "heaviside: metal" not in out.split("3. Write it")[0]
+    assert "MPS002 error: heaviside.out" in out
+    assert "+struct heaviside_functor" in out  # the diff of step 2
+    assert "REGISTER_DISPATCH(heaviside_stub" not in (keep / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").read_text()
