@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from mpsgen.errors import BadInput, MpsgenError
+from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.resources import resource_dir
 from mpsgen.spec import (
     FunctorSource,
@@ -25,7 +25,7 @@ from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: typer's rich help formatter costs ~60 ms of start-up
     no_args_is_help=True,
@@ -63,22 +63,22 @@ def Text(text: str = "", style: str = ""):  # noqa: N802 (rich's name)
 out = _Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
 err = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
-RootOption = typer.Option(None, "--root", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
+RootOption = typer.Option(None, "--root", metavar="DIR", help="PyTorch checkout (default: nearest ancestor holding native_functions.yaml).")
 
 # The generation flags shared by new-op and migrate-from-mpsgraph.
 UnaryOpt = typer.Option(False, "--unary", help="one tensor input")
 BinaryOpt = typer.Option(False, "--binary", help="two tensor inputs")
-KindOpt = typer.Option(None, "--kind", help="unary_alpha, binary_alpha or ternary")
+KindOpt = typer.Option(None, "--kind", metavar="KIND", help="unary_alpha, binary_alpha or ternary")
 Int2FloatOpt = typer.Option(False, "--int2float", help="integer and bool inputs computed in float")
 IntegerOpt = typer.Option(False, "--integer", help="integer and bool inputs, same-type output")
 IntegerNoBoolOpt = typer.Option(False, "--integer-no-bool", help="integer inputs without bool")
 ComplexOpt = typer.Option(False, "--complex", help="complex64/complex32 (float2/half2)")
 OpmathOpt = typer.Option(False, "--opmath", help="half/bfloat computed in float (REGISTER_OPMATH_*)")
-ExprOpt = typer.Option(None, "--expr", help="functor as one C++ expression of x (unary) or a, b")
-FunctorFileOpt = typer.Option(None, "--functor-file", help="file with the functor's struct body")
-StubOpt = typer.Option(None, "--stub", help="dispatch stub name (default: the stub the row's CPU/CUDA kernel calls)")
+ExprOpt = typer.Option(None, "--expr", metavar="EXPR", help="functor as one C++ expression of x (unary) or a, b")
+FunctorFileOpt = typer.Option(None, "--functor-file", metavar="FILE", help="file with the functor's struct body")
+StubOpt = typer.Option(None, "--stub", metavar="STUB", help="dispatch stub name (default: the stub the row's CPU/CUDA kernel calls)")
 DryRunOpt = typer.Option(False, "--dry-run", help="print the diff, write nothing")
-PatchOpt = typer.Option(None, "--patch", help="write a git-apply-able patch instead of editing")
+PatchOpt = typer.Option(None, "--patch", metavar="FILE", help="write a git-apply-able patch instead of editing")
 StrictOpt = typer.Option(False, "--strict", help="exit 1 when there is nothing to do")
 
 
@@ -190,6 +190,17 @@ def print_next_steps(changeset: Changeset) -> None:
             err.print(f"  {step}")
 
 
+def shipped_spec_path(spec_file: Path) -> Path:
+    """``--spec``: the file as given; when it does not exist and names ``specs/<op>.yaml`` (or
+    ``<op>.yaml``, or ``<op>``), the spec mpsgen ships under that name, so README commands work
+    from a PyTorch checkout."""
+    if spec_file.exists() or len(spec_file.parts) > 2 or (len(spec_file.parts) == 2 and spec_file.parts[0] != "specs"):
+        return spec_file
+    name = spec_file.name if spec_file.suffix == ".yaml" else f"{spec_file.name}.yaml"
+    shipped = resource_dir("specs") / name
+    return shipped if shipped.is_file() else spec_file
+
+
 def build_spec(
     op: str,
     unary: bool,
@@ -228,6 +239,7 @@ def build_spec(
         functor = FunctorSource(body=body, origin=f"--functor-file {functor_file}")
 
     if spec_file is not None:
+        spec_file = shipped_spec_path(spec_file)
         base = load_spec(spec_file)
         if base.name != op:
             raise BadInput(f"--spec {spec_file} describes {base.name!r}, not {op!r}.")
@@ -260,7 +272,7 @@ def build_spec(
 
 @app.command("new-op")
 def new_op(
-    op: str = typer.Argument(..., help="aten op name, e.g. heaviside or special_ndtri"),
+    op: str = typer.Argument(..., metavar="OP", help="aten op name, e.g. heaviside or special_ndtri"),
     unary: bool = UnaryOpt,
     binary: bool = BinaryOpt,
     kind: Optional[str] = KindOpt,
@@ -271,9 +283,9 @@ def new_op(
     opmath: bool = OpmathOpt,
     expr: Optional[str] = ExprOpt,
     functor_file: Optional[Path] = FunctorFileOpt,
-    spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file"),
     stub: Optional[str] = StubOpt,
-    row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to dispatch (repeatable)"),
+    row: Optional[list[str]] = typer.Option(None, "--row", metavar="ROW", help="native_functions row to dispatch (repeatable)"),
     root: Optional[Path] = RootOption,
     dry_run: bool = DryRunOpt,
     patch: Optional[Path] = PatchOpt,
@@ -282,7 +294,9 @@ def new_op(
     with_test: bool = WithTestOpt,
     pr: bool = PrOpt,
 ) -> None:
-    """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests."""
+    """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests.
+
+    Example: mpsgen new-op heaviside --binary --integer --expr "a == T(0) ? b : static_cast<T>(a > T(0))" --dry-run"""
     from mpsgen.newop import plan_new_op
 
     try:
@@ -303,7 +317,7 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
     """Report every problem in the given spec files, as file:line:col."""
     bad = 0
     for f in files:
-        _spec, problems = parse_spec(f)
+        _spec, problems = parse_spec(shipped_spec_path(f), display=str(f))
         for loc, msg in problems:
             err.print(f"{loc}: {msg}")
         bad += bool(problems)
@@ -314,17 +328,21 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
 
 @app.command("demo")
 def demo(
-    op: str = typer.Option("heaviside", "--op", help="which shipped spec to run"),
+    op: str = typer.Option("heaviside", "--op", help="an op with a shipped spec: heaviside, special_ndtri (new-op), acosh, sub (migrate), atan2"),
     keep: Optional[Path] = typer.Option(None, "--keep", help="build the practice tree here and keep it"),
 ) -> None:
-    """Build a practice tree in a temporary folder and show the diff `new-op` makes there."""
-    from mpsgen.newop import plan_new_op
+    """Build a practice tree in a temporary folder and show the diff mpsgen makes there: new-op
+    for an op MPS lacks, migrate-from-mpsgraph for one on MPSGraph.
+
+    Example: mpsgen demo --op acosh"""
+    from mpsgen.explain import explain_op
     from mpsgen.practice import build_practice_tree
 
     try:
         spec_path = resource_dir("specs") / f"{op}.yaml"
         if not spec_path.is_file():
-            raise BadInput(f"--op {op}: no shipped spec specs/{op}.yaml.")
+            shipped = ", ".join(sorted(p.stem for p in resource_dir("specs").glob("*.yaml")))
+            raise BadInput(f"--op {op}: no shipped spec specs/{op}.yaml; ops with one: {shipped}.")
         spec = load_spec(spec_path, display=f"specs/{op}.yaml")
         with tempfile.TemporaryDirectory(prefix="mpsgen-demo-") as tmp:
             if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
@@ -337,8 +355,26 @@ def demo(
             err.print(
                 f"practice tree: {root} (" + ("real native_functions.yaml, test lists and headers from the installed torch wheel" if real else "mpsgen's own sample files only; install torch==2.13.0 for the real yaml and test files") + ")"
             )
-            err.print(f"$ mpsgen new-op {op} --spec specs/{op}.yaml --dry-run --root {root}")
-            changeset = plan_new_op(PytorchTree(root), spec)
+            tree = PytorchTree(root)
+            status = explain_op(tree, op).status
+            if status == "missing":
+                from mpsgen.newop import plan_new_op
+
+                err.print(f"$ mpsgen new-op {op} --spec specs/{op}.yaml --dry-run --root {root}")
+                changeset = plan_new_op(tree, spec)
+            elif status == "mps-kernel":
+                from mpsgen.migrate import plan_migrate
+
+                err.print(f"$ mpsgen migrate-from-mpsgraph {op} --allow-dtype-loss --dry-run --root {root}")
+                try:
+                    changeset = plan_migrate(tree, spec, allow_dtype_loss=True)
+                except Refused as exc:  # the demo shows a refusal as what mpsgen does here
+                    err.print(f"mpsgen refuses this migration on this tree, and says why (exit 1 when you run it):\n  {exc}")
+                    return
+            else:
+                err.print(f"$ mpsgen explain {op} --root {root}")
+                err.print(f"{op} is {status} in this tree (torch 2.13 already runs it on Metal): nothing to write; `mpsgen demo` shows heaviside.")
+                return
             for w in changeset.warnings:
                 err.print(Text("warning: ", style="bold yellow") + Text(w))
             print_diff(changeset.diff())
@@ -365,9 +401,9 @@ def migrate_from_mpsgraph(
     opmath: bool = OpmathOpt,
     expr: Optional[str] = ExprOpt,
     functor_file: Optional[Path] = FunctorFileOpt,
-    spec_file: Optional[Path] = typer.Option(None, "--spec", help="an op spec YAML file (default: specs/<op>.yaml if shipped)"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file (default: specs/<op>.yaml if shipped)"),
     stub: Optional[str] = StubOpt,
-    row: Optional[list[str]] = typer.Option(None, "--row", help="native_functions row to migrate (repeatable)"),
+    row: Optional[list[str]] = typer.Option(None, "--row", metavar="ROW", help="native_functions row to migrate (repeatable)"),
     partial: bool = typer.Option(False, "--partial", help="migrate the rows that can be; leave (and name) the others"),
     list_: bool = typer.Option(False, "--list", help="list the ops of this tree that could be migrated"),
     format_: Optional[ListFormat] = typer.Option(None, "--format", help="--list output: table (default) or json"),
@@ -383,7 +419,9 @@ def migrate_from_mpsgraph(
     ),
 ) -> None:
     """Move an op from its MPSGraph kernel onto a Metal one: new-op's edits, the yaml rows, and
-    the MPSGraph code removed. `--list` shows the candidates of the tree."""
+    the MPSGraph code removed. `--list` shows the candidates of the tree.
+
+    Example: mpsgen migrate-from-mpsgraph acosh --dry-run"""
     import json
 
     from mpsgen.migrate import format_table, list_candidates, missing_kind_error, plan_migrate
@@ -454,7 +492,7 @@ class ExplainFormat(str, Enum):
 
 @app.command("explain")
 def explain_cmd(
-    op: str = typer.Argument(..., help="aten op name, e.g. acosh or heaviside"),
+    op: str = typer.Argument(..., metavar="OP", help="aten op name, e.g. acosh or heaviside"),
     format_: ExplainFormat = typer.Option(ExplainFormat.text, "--format", help="text or json"),
     root: Optional[Path] = RootOption,
 ) -> None:
