@@ -386,6 +386,7 @@ document.querySelectorAll("#ops th").forEach(function (th) {{
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {{
       var x = a.cells[col].textContent, y = b.cells[col].textContent;
+      if (x === "" || y === "") {{ return (x === "") - (y === ""); }}  // empty cells last, either way
       var nx = parseFloat(x), ny = parseFloat(y);
       var r = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
       return asc ? r : -r;

@@ -5,9 +5,13 @@ checked against an independent reading of the yaml (yaml.CSafeLoader)."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
 import yaml
 
 from mpsgen.explain import STATUSES, coverage
@@ -137,3 +141,36 @@ def test_coverage_table_markdown_and_json(real_tree: Path, run):
 def test_version(run):
     res = run("--version")
     assert res.exit_code == 0 and res.stdout.startswith("mpsgen ")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+_HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _render(page: Path, tmp_path: Path) -> str:
+    """The DOM of ``page`` after Chromium ran its script (headless, no network)."""
+    proc = subprocess.run(
+        [CHROMIUM, *_HEADLESS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")
+def test_coverage_html_renders_in_chromium_with_its_counts_and_sorts(real_tree: Path, run, tmp_path: Path):
+    page = tmp_path / "cov.html"
+    assert run("coverage", "--format", "html", "--output", page, "--root", real_tree).exit_code == 0
+    cov = coverage(PytorchTree(real_tree))
+    cells = _Cells()
+    cells.feed(_render(page, tmp_path))
+    assert cells.counts == {s: cov.counts.get(s, 0) for s in STATUSES}
+    assert cells.ops == len(cov.ops) + 1
+    # a click on the "migration rank" header, in the browser, sorts the ops by rank
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(page.read_text().replace("</body>", '<script>document.querySelector(\'#ops th[data-col="2"]\').click();</script></body>'))
+    dom = _render(clicked, tmp_path)
+    ranks = re.findall(r'<td data-status="[\w-]+">[\w-]+</td><td>(\d*)</td>', dom)
+    numbers = [int(r) for r in ranks if r]
+    assert numbers and numbers == sorted(numbers) and ranks[: len(numbers)] == [str(n) for n in numbers]
