@@ -314,7 +314,9 @@ def new_op(
 
 @spec_app.command("validate")
 def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) -> None:
-    """Report every problem in the given spec files, as file:line:col."""
+    """Report every problem in the given spec files, as file:line:col.
+
+    Example: mpsgen spec validate specs/heaviside.yaml examples/specs/*.yaml"""
     bad = 0
     for f in files:
         _spec, problems = parse_spec(shipped_spec_path(f), display=str(f))

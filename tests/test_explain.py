@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -174,3 +175,15 @@ def test_coverage_html_renders_in_chromium_with_its_counts_and_sorts(real_tree: 
     ranks = re.findall(r'<td data-status="[\w-]+">[\w-]+</td><td>(\d*)</td>', dom)
     numbers = [int(r) for r in ranks if r]
     assert numbers and numbers == sorted(numbers) and ranks[: len(numbers)] == [str(n) for n in numbers]
+
+
+def test_python_m_mpsgen_version_and_completion():
+    proc = subprocess.run([sys.executable, "-m", "mpsgen", "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("mpsgen ")
+    helptext = subprocess.run([sys.executable, "-m", "mpsgen", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "--install-completion" in helptext and "--version" in helptext
+    for cmd in ("new-op", "migrate-from-mpsgraph", "explain", "coverage", "doctor", "tutorial", "demo"):
+        sub = subprocess.run([sys.executable, "-m", "mpsgen", cmd, "--help"], capture_output=True, text=True, timeout=60).stdout
+        assert "Example: mpsgen " in sub, cmd
+    new_op = subprocess.run([sys.executable, "-m", "mpsgen", "new-op", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "--unary " in new_op and "<bool>" not in new_op  # boolean flags shown as flags
