@@ -620,6 +620,37 @@ def tutorial_cmd(
         out.print("Done." + (f" The practice tree stays at {root}." if keep else " The practice tree is removed."))
 
 
+@app.command("try")
+def try_cmd(
+    target: str = typer.Argument(..., metavar="OP|SPEC", help="an op with a shipped spec (acosh) or a spec file"),
+    dtypes: Optional[str] = typer.Option(None, "--dtypes", metavar="LIST", help="only these input dtypes, comma-separated (float32,int64 or float,long)"),
+    samples: int = typer.Option(64, "--samples", metavar="N", help="random values per dtype, beside the edge values"),
+) -> None:
+    """Run a spec's functor on this machine's CPU (compiled against mpsgen's model of Metal) and
+    compare it with PyTorch's CPU op for every registered dtype: no Mac needed. Exit 1 on a
+    mismatch, 2 when the functor uses something the model does not cover.
+
+    Example: mpsgen try heaviside"""
+    from mpsgen.trial import run_trial, table
+
+    try:
+        path = Path(target)
+        if not path.exists() and check_name(target, "OP") is None:
+            path = resource_dir("specs") / f"{target}.yaml"
+            if not path.is_file():
+                raise BadInput(f"{target}: no spec file by that name, and mpsgen ships no specs/{target}.yaml.")
+        path = shipped_spec_path(path)
+        spec = load_spec(path, display=str(path))
+        if samples < 1 or samples > 100_000:
+            raise BadInput("--samples must be between 1 and 100000.")
+        wanted = {d.strip().replace("torch.", "") for d in dtypes.split(",") if d.strip()} if dtypes else None
+        result = run_trial(spec, dtypes=wanted, samples=samples)
+    except MpsgenError as exc:
+        fail(exc)
+    sys.stdout.write(table(result))
+    raise typer.Exit(0 if result.ok else 1)
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version

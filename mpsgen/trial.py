@@ -1,0 +1,305 @@
+"""``mpsgen try``: run a spec's functor on the CPU, compiled against mpsgen's model of Metal
+(``templates/try/metal_shim.h``), and compare it with PyTorch's CPU op.
+
+For each registered (input, output) Metal type pair the functor is evaluated on edge values
+(+-0, +-inf, NaN, denormals, integer limits, both bools) and seeded random values; binary ops
+get every pairing of the edge values. half and bfloat are 16-bit types in the shim that round
+each result to nearest even, as the GPU does. The program is compiled once per content (a
+hash names it in the cache) and run in its own process with a time limit.
+
+torch is imported here only (``mpsgen try`` needs it; nothing else in mpsgen does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.registrations import input_dtypes
+from mpsgen.resources import resource_dir
+from mpsgen.spec import OpSpec
+
+TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
+TORCH_NAMES = {
+    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
+    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
+}
+# what a value of each Metal type is stored as in the files the program reads and writes
+STORAGE = {
+    "float": "float", "half": "uint16_t", "bfloat": "uint16_t", "long": "int64_t", "int": "int32_t",
+    "short": "int16_t", "char": "int8_t", "uchar": "uint8_t", "bool": "uint8_t",
+}
+CXX_TYPE = {"long": "int64_t", "int": "int32_t", "short": "int16_t", "char": "int8_t", "uchar": "uint8_t"}
+# torch.testing's default (rtol, atol) per floating dtype
+TOLERANCES = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
+_NOT_MODELLED = re.compile(r"error: '(?:\w+::)*(\w+)' (?:is not a member of '([\w:]+)'|was not declared in this scope)")
+_ERROR = re.compile(r"^(?:[^:\n]*):(\d+):(\d+): error: (.*)$", re.M)
+
+
+class NotModelled(MpsgenError):
+    """The functor uses something the shim does not model: exit 2, never a silent pass."""
+
+    exit_code = 2
+
+
+@dataclass
+class DtypeResult:
+    metal_in: str
+    metal_out: str
+    samples: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    mismatches: int = 0
+    examples: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why the pair was not compared (torch has no CPU kernel for it)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0
+
+
+@dataclass
+class TrialResult:
+    spec: OpSpec
+    compiler: str
+    results: list[DtypeResult]
+    cached: bool
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
+def compiler() -> str:
+    for name in ("g++", "clang++", "c++"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise BadInput("mpsgen try needs a C++17 compiler (g++ or clang++) on PATH.", hint="Install one, e.g. apt-get install g++.")
+
+
+def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int, int]:
+    """The C++ program, and the first and last line of the functor in it."""
+    from mpsgen.newop import render_functor
+
+    functor = render_functor(spec)
+    head = '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\nusing namespace metal;\nusing namespace c10::metal;\n\n'
+    first = head.count("\n") + 1
+    last = first + functor.count("\n")
+    cases = []
+    for i, (m_in, m_out) in enumerate(pairs):
+        s_in, s_out = STORAGE[m_in], STORAGE[m_out]
+        load = {"half": "half::from_bits", "bfloat": "bfloat::from_bits", "bool": "(bool)"}.get(m_in, f"({CXX_TYPE.get(m_in, m_in)})")
+        args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
+        if m_out in ("half", "bfloat"):
+            store = f"static_cast<{m_out}>(r).bits"
+        elif m_out == "bool":
+            store = "(uint8_t)static_cast<bool>(r)"
+        else:
+            store = f"static_cast<{CXX_TYPE.get(m_out, m_out)}>(r)"
+        reads = "".join(f"    std::vector<{s_in}> in{k}(n); std::fread(in{k}.data(), sizeof({s_in}), n, stdin);\n" for k in range(spec.arity))
+        cases.append(
+            f"  if (which == {i}) {{  // {m_in} -> {m_out}\n{reads}"
+            f"    std::vector<{s_out}> out(n);\n"
+            f"    for (long j = 0; j < n; ++j) {{\n"
+            f"      auto r = {spec.name}_functor()({args});\n      out[j] = {store};\n    }}\n"
+            f"    std::fwrite(out.data(), sizeof({s_out}), n, stdout);\n    return 0;\n  }}\n"
+        )
+    main = "\nint main(int argc, char** argv) {\n  if (argc < 3) return 2;\n  int which = std::atoi(argv[1]);\n  long n = std::atol(argv[2]);\n" + "".join(cases) + "  return 3;\n}\n"
+    return head + functor + "\n" + main, first, last
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mpsgen" / "try"
+
+
+def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, bool]:
+    """The compiled program (from the cache when the same source was built before)."""
+    source, first, last = driver_source(spec, pairs)
+    shim = (resource_dir("templates") / "try" / "metal_shim.h").read_text()
+    key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
+    cache = _cache_dir()
+    binary = cache / f"{spec.name}-{key}"
+    if binary.is_file():
+        return binary, True
+    cache.mkdir(parents=True, exist_ok=True)
+    work = cache / f"{spec.name}-{key}.src"
+    work.mkdir(exist_ok=True)
+    (work / "metal_shim.h").write_text(shim)
+    (work / "driver.cpp").write_text(source)
+    proc = subprocess.run(
+        [cxx, "-std=c++17", "-O1", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"},
+    )
+    if proc.returncode != 0:
+        raise _compile_error(spec, proc.stderr, source, first, last)
+    os.replace(str(binary) + ".tmp", binary)
+    return binary, False
+
+
+def _functor_line_in_spec(spec: OpSpec) -> int:
+    if not spec.source or not Path(spec.source).is_file():
+        return 0
+    for number, line in enumerate(Path(spec.source).read_text().splitlines(), 1):
+        if re.match(r"(functor|expr)\s*:", line):
+            return number
+    return 0
+
+
+def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int) -> MpsgenError:
+    where = spec.source or spec.functor.origin
+    line = _functor_line_in_spec(spec)
+    place = f"{where}:{line}" if line else where
+    missing = _NOT_MODELLED.search(stderr)
+    if missing:
+        name, scope = missing.group(1), missing.group(2) or "scope"
+        return NotModelled(
+            f"{place}: the functor uses {name!r} ({'in ' + scope if scope != 'scope' else 'a name'} mpsgen's Metal shim does not model); "
+            "mpsgen try cannot run it on the CPU, so it says so rather than pass.",
+            hint="Check this op on a Mac (test_<op>_shader.py from --with-test), or add the function to templates/try/metal_shim.h.",
+        )
+    lines = source.split("\n")
+    for m in _ERROR.finditer(stderr):
+        n = int(m.group(1))
+        if first <= n <= last:
+            return BadInput(
+                f"{place}: the functor does not compile: {m.group(3)} (functor line {n - first + 1}: `{lines[n - 1].strip()}`).",
+                hint="Fix the functor in the spec (it is C++ over metal:: math).",
+            )
+    first_error = _ERROR.search(stderr)
+    detail = first_error.group(3) if first_error else stderr.strip().splitlines()[-1:] or ["unknown"]
+    return BadInput(f"{place}: the functor does not compile with mpsgen's shim: {detail}.")
+
+
+def _samples(torch, dtype, n: int):
+    gen = torch.Generator().manual_seed(20261124)
+    if dtype == torch.bool:
+        return torch.tensor([False, True])
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), info.tiny / 4, -info.tiny / 4, info.tiny,
+                 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, 10.0, -10.0, info.max, -info.max, info.eps]
+        rand = (torch.rand(n, generator=gen, dtype=torch.float64) - 0.5) * 20
+        return torch.cat([torch.tensor(edges, dtype=torch.float64), rand]).to(dtype)
+    info = torch.iinfo(dtype)
+    edges = [0, 1, 2, 7, info.max, info.min, info.max - 1] + ([-1, -2, -7, info.min + 1] if info.min < 0 else [])
+    rand = torch.randint(max(info.min, -1000), min(info.max, 1000) + 1, (n,), generator=gen)
+    return torch.cat([torch.tensor(edges, dtype=torch.int64), rand]).to(dtype)
+
+
+def _raw(torch, t):
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.view(torch.int16)
+    elif t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    return t.contiguous().numpy().tobytes()
+
+
+def _from_raw(torch, data: bytes, dtype):
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.frombuffer(bytearray(data), dtype=torch.int16).view(dtype)
+    if dtype == torch.bool:
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(torch.bool)
+    return torch.frombuffer(bytearray(data), dtype=dtype)
+
+
+def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64) -> TrialResult:
+    try:
+        import torch
+    except ImportError:
+        raise BadInput("mpsgen try compares with PyTorch's CPU op: install torch (pip install torch).") from None
+    if spec.kind not in ("unary", "binary"):
+        raise Refused(f"mpsgen try covers unary and binary ops; {spec.name} is {spec.kind}.")
+    if spec.functor.is_scaffold:
+        raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
+    pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
+    unmodelled = [f"{i}->{o}" for i, o in input_dtypes(spec) if i not in TORCH_NAMES]
+    if unmodelled:
+        raise NotModelled(f"mpsgen try does not model complex types yet ({', '.join(unmodelled)}); try the spec without its complex group, or check it on a Mac.")
+    if dtypes:
+        unknown = sorted(dtypes - {TORCH_NAMES[i] for i, _ in pairs} - {i for i, _ in pairs})
+        if unknown:
+            raise BadInput(f"--dtypes {', '.join(unknown)}: not registered for {spec.name} (registered: {', '.join(TORCH_NAMES[i] for i, _ in pairs)}).")
+        pairs = [(i, o) for i, o in pairs if i in dtypes or TORCH_NAMES[i] in dtypes]
+    cxx = compiler()
+    binary, cached = build(spec, pairs, cxx)
+    op = getattr(torch.ops.aten, spec.name)
+    results = []
+    for index, (m_in, m_out) in enumerate(pairs):
+        t_in, t_out = getattr(torch, TORCH_NAMES[m_in]), getattr(torch, TORCH_NAMES[m_out])
+        base = _samples(torch, t_in, samples)
+        if spec.arity == 2:
+            a = base.repeat_interleave(len(base))
+            b = base.repeat(len(base))
+            inputs = [a, b]
+        else:
+            inputs = [base]
+        res = DtypeResult(m_in, m_out, samples=len(inputs[0]))
+        try:
+            expected = op(*inputs)
+        except (RuntimeError, NotImplementedError) as exc:
+            res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {str(exc).splitlines()[0][:80]}"
+            results.append(res)
+            continue
+        try:
+            proc = subprocess.run(
+                [str(binary), str(index), str(len(inputs[0]))], input=b"".join(_raw(torch, x) for x in inputs),
+                capture_output=True, timeout=TIME_LIMIT,
+            )
+        except subprocess.TimeoutExpired:
+            raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {m_in} inputs (a loop that never ends?); stopped.") from None
+        if proc.returncode != 0:
+            raise Refused(f"{spec.name}_functor crashed on {m_in} inputs (exit status {proc.returncode}); stopped.")
+        actual = _from_raw(torch, proc.stdout, t_out)
+        _compare(torch, res, inputs, actual, expected.to(t_out))
+        results.append(res)
+    return TrialResult(spec, cxx, results, cached)
+
+
+def _compare(torch, res: DtypeResult, inputs, actual, expected) -> None:
+    if actual.dtype.is_floating_point:
+        rtol, atol = TOLERANCES[str(actual.dtype).replace("torch.", "")]
+        x, y = actual.double(), expected.double()
+        both_nan = torch.isnan(x) & torch.isnan(y)
+        same_inf = torch.isinf(x) & torch.isinf(y) & (x == y)
+        diff = (x - y).abs()
+        finite = ~(torch.isnan(x) | torch.isnan(y) | torch.isinf(x) | torch.isinf(y))
+        close = both_nan | same_inf | (finite & (diff <= atol + rtol * y.abs()))
+        if finite.any():
+            res.max_abs = float(diff[finite].max())
+            rel = diff[finite] / y[finite].abs().clamp_min(torch.finfo(torch.float64).tiny)
+            res.max_rel = float(rel.max())
+    else:
+        close = actual == expected
+        if len(actual):
+            res.max_abs = float((actual.long() - expected.long()).abs().max()) if actual.dtype != torch.bool else float((actual != expected).any())
+    bad = (~close).nonzero().flatten()
+    res.mismatches = int(bad.numel())
+    for k in bad[:3].tolist():
+        args = ", ".join(repr(x[k].item()) for x in inputs)
+        res.examples.append(f"({args}) -> {actual[k].item()!r}, torch says {expected[k].item()!r}")
+
+
+def table(result: TrialResult) -> str:
+    spec = result.spec
+    lines = [
+        f"mpsgen try {spec.name} ({spec.source or spec.functor.origin}), {Path(result.compiler).name}"
+        f"{' (cached build)' if result.cached else ''}, against torch's CPU op",
+        f"  {'input':<8} {'output':<8} {'n':>7} {'max abs err':>12} {'max rel err':>12} {'mismatches':>11}",
+    ]
+    for r in result.results:
+        if r.skipped:
+            lines.append(f"  {r.metal_in:<8} {r.metal_out:<8} {'-':>7} {'':>12} {'':>12} {'skipped':>11}  ({r.skipped})")
+            continue
+        lines.append(f"  {r.metal_in:<8} {r.metal_out:<8} {r.samples:>7} {r.max_abs:>12.3g} {r.max_rel:>12.3g} {r.mismatches:>11}")
+        lines += [f"      e.g. {e}" for e in r.examples]
+    bad = sum(r.mismatches for r in result.results)
+    lines.append("  all match." if result.ok else f"  {bad} mismatch(es): the functor disagrees with the CPU op.")
+    return "\n".join(lines) + "\n"

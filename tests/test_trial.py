@@ -1,0 +1,92 @@
+"""mpsgen try: the functor compiled against mpsgen's Metal shim and compared with torch's CPU op."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from mpsgen.resources import resource_dir
+
+
+def spec(tmp_path: Path, body: str, name: str = "heaviside", kind: str = "binary", dtypes: str = "[float, integer]") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nkind: {kind}\ndtypes: {dtypes}\n{body}")
+    return path
+
+
+def test_try_a_shipped_spec_matches(run):
+    res = run("try", "heaviside")
+    assert res.exit_code == 0, res.output
+    assert "all match." in res.stdout
+    for t in ("float", "half", "bfloat", "long", "uchar", "bool"):
+        assert f"  {t:<8} {t:<8}" in res.stdout
+
+
+def test_a_wrong_functor_is_a_mismatch_with_examples(run, tmp_path: Path):
+    wrong = spec(tmp_path, 'expr: "a > T(0) ? T(1) : b"\n')  # heaviside(0, b) is b, but heaviside(-1, b) is 0
+    res = run("try", wrong)
+    assert res.exit_code == 1, res.output
+    assert "mismatch(es)" in res.stdout and "e.g. (" in res.stdout and "torch says" in res.stdout
+
+
+def test_int2float_and_nan_edges(run, tmp_path: Path):
+    # acosh of ints computes in float; NaN, inf and values below 1 behave as torch's
+    res = run("try", "acosh", "--dtypes", "float32,int64,bool", "--samples", "16")
+    assert res.exit_code == 0, res.output
+    assert "  long     float" in res.stdout and "  half " not in res.stdout
+
+
+def test_something_the_shim_does_not_model_is_exit_2(run, tmp_path: Path):
+    res = run("try", spec(tmp_path, 'expr: "c10::metal::zeta(a, b)"\n', dtypes="[float]"))
+    assert res.exit_code == 2 and "does not model" in res.output and "zeta" in res.output
+
+
+def test_a_compile_error_names_the_spec_line(run, tmp_path: Path):
+    bad = spec(tmp_path, 'expr: "a +* b"\n', dtypes="[float]")
+    res = run("try", bad)
+    assert res.exit_code == 2, res.output
+    assert f"{bad}:4" in res.output and "does not compile" in res.output
+
+
+def test_a_functor_that_never_ends_is_stopped(run, tmp_path: Path, monkeypatch):
+    from mpsgen import trial
+
+    monkeypatch.setattr(trial, "TIME_LIMIT", 1.0)
+    body = (
+        "functor: |\n  template <typename T>\n  inline T operator()(const T x) {\n"
+        "    volatile int k = 0;\n    while (k == 0) {\n    }\n    return x;\n  }\n"
+    )
+    res = run("try", spec(tmp_path, body, name="neg", kind="unary", dtypes="[float]"))
+    assert res.exit_code == 1 and "did not finish" in res.output
+
+
+def test_half_and_bfloat_round_as_the_gpu_does(tmp_path: Path):
+    """Every half and bfloat bit pattern to float and back, and 200,000 floats (incl. ties and
+    subnormals) rounded to each, against torch's conversions."""
+    shim = resource_dir("templates") / "try" / "metal_shim.h"
+    prog = tmp_path / "conv.cpp"
+    prog.write_text(
+        f'#include "{shim}"\n#include <cstdio>\n#include <vector>\n'
+        "int main() {\n  std::vector<float> f(200000);\n  std::fread(f.data(), 4, f.size(), stdin);\n"
+        "  for (int b = 0; b < 65536; ++b) { float h = half::from_bits((uint16_t)b); float g = bfloat::from_bits((uint16_t)b); std::fwrite(&h, 4, 1, stdout); std::fwrite(&g, 4, 1, stdout); }\n"
+        "  for (float x : f) { uint16_t h = half(x).bits, g = bfloat(x).bits; std::fwrite(&h, 2, 1, stdout); std::fwrite(&g, 2, 1, stdout); }\n}\n"
+    )
+    exe = tmp_path / "conv"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(exe), str(prog)], check=True)
+    gen = torch.Generator().manual_seed(1)
+    f = torch.cat([
+        (torch.rand(100000, generator=gen) - 0.5) * 1e5,
+        torch.randn(50000, generator=gen) * 1e-6,  # half subnormals and ties
+        torch.arange(-25000, 25000, dtype=torch.int32).to(torch.float32) * 2.0 ** -14 + 2.0 ** -25,
+    ]).to(torch.float32)
+    out = subprocess.run([str(exe)], input=f.numpy().tobytes(), capture_output=True, check=True).stdout
+    widen = torch.frombuffer(bytearray(out[: 65536 * 8]), dtype=torch.float32).view(65536, 2)
+    bits = torch.arange(65536, dtype=torch.int32).to(torch.int16)
+    torch.testing.assert_close(widen[:, 0], bits.view(torch.float16).float(), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(widen[:, 1], bits.view(torch.bfloat16).float(), equal_nan=True, rtol=0, atol=0)
+    narrow = torch.frombuffer(bytearray(out[65536 * 8 :]), dtype=torch.int16).view(-1, 2)
+    assert torch.equal(narrow[:, 0], f.half().view(torch.int16))
+    assert torch.equal(narrow[:, 1], f.bfloat16().view(torch.int16))
