@@ -302,6 +302,11 @@ def new_op(
     try:
         if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
+        if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
+            # a bare `mpsgen new-op OP`: kind, dtypes and functor from the spec mpsgen ships
+            shipped = resource_dir("specs") / f"{op}.yaml"
+            if shipped.is_file():
+                spec_file = shipped
         spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         tree = PytorchTree.locate(root)
         changeset = plan_new_op(tree, spec)

@@ -97,6 +97,9 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
         s_in, s_out = STORAGE[m_in], STORAGE[m_out]
         load = {"half": "half::from_bits", "bfloat": "bfloat::from_bits", "bool": "(bool)"}.get(m_in, f"({CXX_TYPE.get(m_in, m_in)})")
         args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
+        if spec.kind == "binary_alpha":  # alpha in the input type, from the command line
+            alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(m_in, CXX_TYPE.get(m_in, m_in))
+            args += f", static_cast<{alpha_t}>(alpha)"
         if m_out in ("half", "bfloat"):
             store = f"static_cast<{m_out}>(r).bits"
         elif m_out == "bool":
@@ -111,7 +114,7 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
             f"      auto r = {spec.name}_functor()({args});\n      out[j] = {store};\n    }}\n"
             f"    std::fwrite(out.data(), sizeof({s_out}), n, stdout);\n    return 0;\n  }}\n"
         )
-    main = "\nint main(int argc, char** argv) {\n  if (argc < 3) return 2;\n  int which = std::atoi(argv[1]);\n  long n = std::atol(argv[2]);\n" + "".join(cases) + "  return 3;\n}\n"
+    main = "\nint main(int argc, char** argv) {\n  if (argc < 3) return 2;\n  int which = std::atoi(argv[1]);\n  long n = std::atol(argv[2]);\n  double alpha = argc > 3 ? std::atof(argv[3]) : 1.0;\n  (void)alpha;\n" + "".join(cases) + "  return 3;\n}\n"
     return head + functor + "\n" + main, first, last
 
 
@@ -215,8 +218,8 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         import torch
     except ImportError:
         raise BadInput("mpsgen try compares with PyTorch's CPU op: install torch (pip install torch).") from None
-    if spec.kind not in ("unary", "binary"):
-        raise Refused(f"mpsgen try covers unary and binary ops; {spec.name} is {spec.kind}.")
+    if spec.kind not in ("unary", "binary", "binary_alpha"):
+        raise Refused(f"mpsgen try covers unary, binary and binary_alpha ops; {spec.name} is {spec.kind}.")
     if spec.functor.is_scaffold:
         raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
     pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
@@ -241,29 +244,33 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             inputs = [a, b]
         else:
             inputs = [base]
-        res = DtypeResult(m_in, m_out, samples=len(inputs[0]))
-        try:
-            expected = op(*inputs)
-        except (RuntimeError, NotImplementedError) as exc:
-            res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {str(exc).splitlines()[0][:80]}"
-            results.append(res)
-            continue
-        try:
-            proc = subprocess.run(
-                [str(binary), str(index), str(len(inputs[0]))], input=b"".join(_raw(torch, x) for x in inputs),
-                capture_output=True, timeout=TIME_LIMIT,
-            )
-        except subprocess.TimeoutExpired:
-            raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {m_in} inputs (a loop that never ends?); stopped.") from None
-        if proc.returncode != 0:
-            raise Refused(f"{spec.name}_functor crashed on {m_in} inputs (exit status {proc.returncode}); stopped.")
-        actual = _from_raw(torch, proc.stdout, t_out)
-        _compare(torch, res, inputs, actual, expected.to(t_out))
+        res = DtypeResult(m_in, m_out)
+        alphas: list[float | int | None] = [None]
+        if spec.kind == "binary_alpha":
+            alphas = [1.0, 2.0, -0.5] if t_in.is_floating_point else [1, 2, 3]
+        for alpha in alphas:
+            try:
+                expected = op(*inputs) if alpha is None else op(*inputs, alpha=alpha)
+            except (RuntimeError, NotImplementedError) as exc:
+                res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {str(exc).splitlines()[0][:80]}"
+                break
+            cmd = [str(binary), str(index), str(len(inputs[0]))] + ([repr(float(alpha))] if alpha is not None else [])
+            try:
+                proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
+            except subprocess.TimeoutExpired:
+                raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {m_in} inputs (a loop that never ends?); stopped.") from None
+            if proc.returncode != 0:
+                raise Refused(f"{spec.name}_functor crashed on {m_in} inputs (exit status {proc.returncode}); stopped.")
+            actual = _from_raw(torch, proc.stdout, t_out)
+            _compare(torch, res, inputs, actual, expected.to(t_out), alpha)
         results.append(res)
     return TrialResult(spec, cxx, results, cached)
 
 
-def _compare(torch, res: DtypeResult, inputs, actual, expected) -> None:
+def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None) -> None:
+    """Fold one run's comparison into ``res`` (samples, worst errors, mismatches, examples)."""
+    res.samples += len(actual)
+    prev_abs, prev_rel = res.max_abs, res.max_rel
     if actual.dtype.is_floating_point:
         rtol, atol = TOLERANCES[str(actual.dtype).replace("torch.", "")]
         x, y = actual.double(), expected.double()
@@ -280,10 +287,11 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected) -> None:
         close = actual == expected
         if len(actual):
             res.max_abs = float((actual.long() - expected.long()).abs().max()) if actual.dtype != torch.bool else float((actual != expected).any())
+    res.max_abs, res.max_rel = max(res.max_abs, prev_abs), max(res.max_rel, prev_rel)
     bad = (~close).nonzero().flatten()
-    res.mismatches = int(bad.numel())
-    for k in bad[:3].tolist():
-        args = ", ".join(repr(x[k].item()) for x in inputs)
+    res.mismatches += int(bad.numel())
+    for k in bad[: max(0, 3 - len(res.examples))].tolist():
+        args = ", ".join(repr(x[k].item()) for x in inputs) + (f", alpha={alpha!r}" if alpha is not None else "")
         res.examples.append(f"({args}) -> {actual[k].item()!r}, torch says {expected[k].item()!r}")
 
 

@@ -136,7 +136,11 @@ constexpr bool is_arithmetic_v = is_fp<T>::value || std::is_integral<T>::value;
   inline float F(float a, float b) { return STD(a, b); }                       \
   inline half F(half a, half b) { return half(STD(float(a), float(b))); }      \
   inline bfloat F(bfloat a, bfloat b) { return bfloat(STD(float(a), float(b))); }
+#define MPSGEN_SHIM_TERNARY(F, STD)                                                      \
+  inline float F(float a, float b, float c) { return STD(a, b, c); }                     \
+  inline half F(half a, half b, half c) { return half(STD(float(a), float(b), float(c))); }
 #define MPSGEN_SHIM_MATH                                                                   \
+  MPSGEN_SHIM_TERNARY(fma, std::fma)                                                       \
   MPSGEN_SHIM_UNARY(exp, std::exp) MPSGEN_SHIM_UNARY(exp2, std::exp2)                      \
   MPSGEN_SHIM_UNARY(log, std::log) MPSGEN_SHIM_UNARY(log2, std::log2)                      \
   MPSGEN_SHIM_UNARY(log10, std::log10) MPSGEN_SHIM_UNARY(sqrt, std::sqrt)                  \
@@ -223,6 +227,13 @@ inline T floor_divide(T a, T b) {
   else { T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }
 }
 inline float erf(float x) { return std::erf(x); }
+// exp(x^2) * erfc(x), without overflow for large x (an asymptotic series there)
+inline float erfcx(float x) {
+  double d = x;
+  if (d < 25.0) return (float)(std::exp(d * d) * std::erfc(d));
+  double r = 1.0 / (d * d);
+  return (float)(1.0 / (d * std::sqrt(M_PI)) * (1.0 - 0.5 * r + 0.75 * r * r - 1.875 * r * r * r));
+}
 inline float erfc(float x) { return std::erfc(x); }
 inline float lgamma(float x) { return std::lgamma(x); }
 inline float tgamma(float x) { return std::tgamma(x); }
