@@ -188,6 +188,7 @@ def print_next_steps(changeset: Changeset) -> None:
         err.print("next steps:")
         for step in changeset.next_steps:
             err.print(f"  {step}")
+        err.print("  hint:   --with-test writes a shader test to check the functor on a Mac before building; --pr-description prints a PR text")
 
 
 def shipped_spec_path(spec_file: Path) -> Path:

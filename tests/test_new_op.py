@@ -379,6 +379,7 @@ def test_next_steps_name_the_build_and_the_tests_the_change_turns_green(real_tre
     assert res.exit_code == 0, res.output
     err = res.stderr
     assert "next steps:" in err and "python -m pip install --no-build-isolation -v -e ." in err
+    assert "--with-test" in err and "--pr-description" in err  # the hints
     assert "python test/test_mps.py -v -k test_output_match_heaviside" in err
     # the OpInfo decorators the change removed: each its test command
     assert 'python -m pytest test/test_ops.py -v -k "TestCommon and test_out and heaviside and mps"' in err
