@@ -57,6 +57,8 @@ def input_dtypes(spec: OpSpec) -> list[tuple[str, str]]:
         pairs += [(t, t) for t in INTS]
     if "complex" in groups:
         pairs += [(t, t) for t in COMPLEX]
+    if "bool_out" in groups:  # predicates (signbit, logical_*): every input type gives a bool
+        pairs = [(i, "bool") for i, _o in pairs]
     return pairs
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 
 # Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
-DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath")
+DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath", "bool_out")
 
 SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type")
 FILE_KEYS = ("metal", "mm")
@@ -122,6 +122,10 @@ def check_dtype_groups(kind: str, groups: list[str]) -> list[str]:
         )
     if "integer" in groups and "integer_no_bool" in groups:
         problems.append("use either 'integer' or 'integer_no_bool', not both.")
+    if "bool_out" in groups and "int2float" in groups:
+        problems.append("'bool_out' (every input type gives a bool) and 'int2float' (integers give a float) contradict; pick one.")
+    if "bool_out" in groups and "complex" in groups:
+        problems.append("'bool_out' with 'complex' is not supported: list the real groups only.")
     if "opmath" in groups and kind.startswith("unary"):
         problems.append(
             "dtype group 'opmath' applies to binary and ternary ops (REGISTER_OPMATH_*); "

@@ -115,7 +115,7 @@ def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run)
     """A result that would not build (scaffold functor) or link (undeclared stub) exits 1 and
     writes nothing; --force writes it and still prints the problems."""
     before = snapshot(real_tree)
-    args = ("new-op", "special_log_ndtr", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
+    args = ("new-op", "special_airy_ai", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
     result = run(*args)
     assert result.exit_code == 1, result.output
     assert "scaffold" in result.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in result.stderr
@@ -125,7 +125,7 @@ def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run)
     assert forced.exit_code == 0, forced.output
     assert "scaffold" in forced.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in forced.stderr
     metal = read(real_tree, UN_METAL)
-    assert "struct special_log_ndtr_functor" in metal and "static_assert(" in metal
+    assert "struct special_airy_ai_functor" in metal and "static_assert(" in metal
 
 
 def test_declared_stub_gives_no_problem(real_tree: Path, run):

@@ -100,3 +100,14 @@ def test_cli_validate_reports_and_exits_2(tmp_path: Path, run):
     assert f"{bad}:3:17: unknown dtype group 'quad'" in result.stderr
     assert "ok" in result.stderr and "Traceback" not in result.output
     assert run("spec", "validate", good).exit_code == 0
+
+
+def test_bool_out_registers_every_input_type_with_a_bool_result():
+    from mpsgen.registrations import input_dtypes
+    from mpsgen.spec import OpSpec, check_dtype_groups
+
+    spec = OpSpec(name="signbit", kind="unary", dtypes=("integer", "bool_out"))
+    pairs = input_dtypes(spec)
+    assert {o for _i, o in pairs} == {"bool"}
+    assert [i for i, _o in pairs] == ["float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool"]
+    assert check_dtype_groups("unary", ["int2float", "bool_out"]) and check_dtype_groups("unary", ["complex", "bool_out"])
