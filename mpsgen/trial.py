@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 import re
 import shutil
 import subprocess
@@ -29,11 +30,13 @@ TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
 TORCH_NAMES = {
     "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
     "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
+    "float2": "complex64", "half2": "complex32",
 }
 # what a value of each Metal type is stored as in the files the program reads and writes
 STORAGE = {
     "float": "float", "half": "uint16_t", "bfloat": "uint16_t", "long": "int64_t", "int": "int32_t",
     "short": "int16_t", "char": "int8_t", "uchar": "uint8_t", "bool": "uint8_t",
+    "float2": "float2", "half2": "mpsgen_half2_bits",
 }
 CXX_TYPE = {"long": "int64_t", "int": "int32_t", "short": "int16_t", "char": "int8_t", "uchar": "uint8_t"}
 # torch.testing's default (rtol, atol) per floating dtype
@@ -89,18 +92,29 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
     from mpsgen.newop import render_functor
 
     functor = render_functor(spec)
-    head = '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\nusing namespace metal;\nusing namespace c10::metal;\n\n'
+    head = (
+        '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\nusing namespace metal;\nusing namespace c10::metal;\n'
+        "struct mpsgen_half2_bits { uint16_t x, y; };\n"
+        "inline half2 mpsgen_half2_load(mpsgen_half2_bits b) { return half2(half::from_bits(b.x), half::from_bits(b.y)); }\n"
+        "inline mpsgen_half2_bits mpsgen_half2_store(half2 v) { return {v.x.bits, v.y.bits}; }\n\n"
+    )
     first = head.count("\n") + 1
     last = first + functor.count("\n")
     cases = []
     for i, (m_in, m_out) in enumerate(pairs):
         s_in, s_out = STORAGE[m_in], STORAGE[m_out]
-        load = {"half": "half::from_bits", "bfloat": "bfloat::from_bits", "bool": "(bool)"}.get(m_in, f"({CXX_TYPE.get(m_in, m_in)})")
+        load = {"half": "half::from_bits", "bfloat": "bfloat::from_bits", "bool": "(bool)", "float2": "", "half2": "mpsgen_half2_load"}.get(
+            m_in, f"({CXX_TYPE.get(m_in, m_in)})"
+        )
         args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
         if spec.kind == "binary_alpha":  # alpha in the input type, from the command line
             alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(m_in, CXX_TYPE.get(m_in, m_in))
             args += f", static_cast<{alpha_t}>(alpha)"
-        if m_out in ("half", "bfloat"):
+        if m_out == "float2":
+            store = "float2(r)"
+        elif m_out == "half2":
+            store = "mpsgen_half2_store(half2(r))"
+        elif m_out in ("half", "bfloat"):
             store = f"static_cast<{m_out}>(r).bits"
         elif m_out == "bool":
             store = "(uint8_t)static_cast<bool>(r)"
@@ -183,6 +197,13 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
 
 def _samples(torch, dtype, n: int):
     gen = torch.Generator().manual_seed(20261124)
+    if dtype.is_complex:
+        real = torch.float32 if dtype == torch.complex64 else torch.float16
+        parts = _samples(torch, real, n)
+        k = len(parts)
+        with warnings.catch_warnings():  # "ComplexHalf support is experimental"
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.complex(parts.float(), parts.roll(k // 3).float()).to(dtype)
     if dtype == torch.bool:
         return torch.tensor([False, True])
     if dtype.is_floating_point:
@@ -198,7 +219,11 @@ def _samples(torch, dtype, n: int):
 
 
 def _raw(torch, t):
-    if t.dtype in (torch.float16, torch.bfloat16):
+    if t.dtype == torch.complex32:
+        t = torch.view_as_real(t.to(torch.complex64)).half().view(torch.int16)
+    elif t.dtype == torch.complex64:
+        t = torch.view_as_real(t)
+    elif t.dtype in (torch.float16, torch.bfloat16):
         t = t.view(torch.int16)
     elif t.dtype == torch.bool:
         t = t.to(torch.uint8)
@@ -206,6 +231,11 @@ def _raw(torch, t):
 
 
 def _from_raw(torch, data: bytes, dtype):
+    if dtype == torch.complex64:
+        return torch.view_as_complex(torch.frombuffer(bytearray(data), dtype=torch.float32).view(-1, 2))
+    if dtype == torch.complex32:
+        halves = torch.frombuffer(bytearray(data), dtype=torch.int16).view(torch.float16).view(-1, 2)
+        return torch.view_as_complex(halves.float()).to(torch.complex32)
     if dtype in (torch.float16, torch.bfloat16):
         return torch.frombuffer(bytearray(data), dtype=torch.int16).view(dtype)
     if dtype == torch.bool:
@@ -223,9 +253,6 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     if spec.functor.is_scaffold:
         raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
     pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
-    unmodelled = [f"{i}->{o}" for i, o in input_dtypes(spec) if i not in TORCH_NAMES]
-    if unmodelled:
-        raise NotModelled(f"mpsgen try does not model complex types yet ({', '.join(unmodelled)}); try the spec without its complex group, or check it on a Mac.")
     if dtypes:
         unknown = sorted(dtypes - {TORCH_NAMES[i] for i, _ in pairs} - {i for i, _ in pairs})
         if unknown:
@@ -235,6 +262,7 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     binary, cached = build(spec, pairs, cxx)
     op = getattr(torch.ops.aten, spec.name)
     results = []
+    warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
     for index, (m_in, m_out) in enumerate(pairs):
         t_in, t_out = getattr(torch, TORCH_NAMES[m_in]), getattr(torch, TORCH_NAMES[m_out])
         base = _samples(torch, t_in, samples)
@@ -268,7 +296,19 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
 
 
 def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None) -> None:
-    """Fold one run's comparison into ``res`` (samples, worst errors, mismatches, examples)."""
+    """Fold one run's comparison into ``res`` (samples, worst errors, mismatches, examples).
+    Complex results are compared part by part, each under the tolerance of its real type."""
+    if actual.dtype.is_complex:
+        real = torch.float32 if actual.dtype == torch.complex64 else torch.float16
+        a = torch.view_as_real(actual.to(torch.complex64)).to(real)
+        e = torch.view_as_real(expected.to(torch.complex64)).to(real)
+        part = DtypeResult(res.metal_in, res.metal_out)
+        _compare(torch, part, [x.repeat_interleave(2) for x in inputs], a.flatten(), e.flatten(), alpha)
+        res.samples += len(actual)
+        res.max_abs, res.max_rel = max(res.max_abs, part.max_abs), max(res.max_rel, part.max_rel)
+        res.mismatches += part.mismatches
+        res.examples += part.examples[: max(0, 3 - len(res.examples))]
+        return
     res.samples += len(actual)
     prev_abs, prev_rel = res.max_abs, res.max_rel
     if actual.dtype.is_floating_point:

@@ -90,3 +90,14 @@ def test_half_and_bfloat_round_as_the_gpu_does(tmp_path: Path):
     narrow = torch.frombuffer(bytearray(out[65536 * 8 :]), dtype=torch.int16).view(-1, 2)
     assert torch.equal(narrow[:, 0], f.half().view(torch.int16))
     assert torch.equal(narrow[:, 1], f.bfloat16().view(torch.int16))
+
+
+def test_complex_inputs_are_compared_part_by_part(run, tmp_path: Path):
+    # conj written wrongly (the real part negated instead of the imaginary one)
+    body = (
+        "functor: |\n  template <typename T, enable_if_t<!is_complex_v<T>, bool> = true>\n  inline T operator()(const T x) {\n    return x;\n  }\n"
+        "  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>\n  inline T operator()(const T x) {\n    return T(-x.x, x.y);\n  }\n"
+    )
+    res = run("try", spec(tmp_path, body, name="conj_physical", kind="unary", dtypes="[float, complex]"), "--dtypes", "complex64")
+    assert res.exit_code == 1, res.output
+    assert "  float2   float2" in res.stdout and "mismatch(es)" in res.stdout and "j)) ->" in res.stdout

@@ -85,14 +85,21 @@ inline float from_bfloat_bits(uint16_t b) { return float_of((uint32_t)b << 16); 
 MPSGEN_SHIM_16BIT(half, to_half_bits, from_half_bits)
 MPSGEN_SHIM_16BIT(bfloat, to_bfloat_bits, from_bfloat_bits)
 
+// a 2-vector (Metal's float2/half2), used for complex64/complex32: componentwise arithmetic
 template <typename T>
 struct mpsgen_vec2 {
   T x, y;
   mpsgen_vec2() : x(0), y(0) {}
-  mpsgen_vec2(T a, T b) : x(a), y(b) {}
+  template <typename A, typename B>
+  mpsgen_vec2(A a, B b) : x(T(a)), y(T(b)) {}
   template <typename U>
   explicit mpsgen_vec2(mpsgen_vec2<U> o) : x(T(float(o.x))), y(T(float(o.y))) {}
 };
+template <typename T> inline mpsgen_vec2<T> operator+(mpsgen_vec2<T> a, mpsgen_vec2<T> b) { return {a.x + b.x, a.y + b.y}; }
+template <typename T> inline mpsgen_vec2<T> operator-(mpsgen_vec2<T> a, mpsgen_vec2<T> b) { return {a.x - b.x, a.y - b.y}; }
+template <typename T> inline mpsgen_vec2<T> operator*(mpsgen_vec2<T> a, mpsgen_vec2<T> b) { return {a.x * b.x, a.y * b.y}; }
+template <typename T> inline mpsgen_vec2<T> operator/(mpsgen_vec2<T> a, mpsgen_vec2<T> b) { return {a.x / b.x, a.y / b.y}; }
+template <typename T> inline mpsgen_vec2<T> operator-(mpsgen_vec2<T> a) { return {-a.x, -a.y}; }
 typedef mpsgen_vec2<float> float2;
 typedef mpsgen_vec2<half> half2;
 
