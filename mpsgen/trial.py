@@ -152,7 +152,7 @@ def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, b
     (work / "metal_shim.h").write_text(shim)
     (work / "driver.cpp").write_text(source)
     proc = subprocess.run(
-        [cxx, "-std=c++17", "-O1", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")],
+        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"},
     )
     if proc.returncode != 0:
