@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mpsgen.errors import Refused
+from mpsgen.tree.clike import parse_calls
 from mpsgen.tree.metal import MacroDef, MetalSource
-from mpsgen.tree.source import close_bracket, split_args
 
 if TYPE_CHECKING:
     from mpsgen.spec import OpSpec
@@ -124,37 +124,6 @@ def required_calls(spec: OpSpec) -> list[BaseCall]:
         else:
             calls.append((macro, (i, o)))
     return calls
-
-
-_CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
-_BRACKETS = re.compile(r"[()\[\]{}<>]")
-
-
-def close_paren(text: str, open_pos: int) -> int:
-    """Offset of the ``)`` closing the ``(`` at ``open_pos`` (-1 if none)."""
-    return close_bracket(text, open_pos)
-
-
-def parse_calls(body: str) -> list[tuple[str, list[str]]]:
-    """``A(x, y); B(z)`` -> [("A", ["x", "y"]), ("B", ["z"])] (top-level calls only).
-    Parentheses are matched and plain argument lists split by C-speed searches: ``check``
-    runs this over every macro body of a PyTorch-sized tree."""
-    out = []
-    pos = 0
-    while True:
-        m = _CALL.search(body, pos)
-        if not m:
-            return out
-        j = close_paren(body, m.end() - 1)
-        if j < 0:
-            j = len(body)
-        inner = body[m.end() : j]
-        if _BRACKETS.search(inner):
-            args = split_args(inner)
-        else:
-            args = [a.strip() for a in inner.split(",")] if inner.strip() else []
-        out.append((m.group(1), args))
-        pos = j + 1
 
 
 def expand(macro: str, args: list[str], macros: dict[str, MacroDef], base: set[str], depth: int = 0) -> list[tuple[str, list[str]]] | None:

@@ -10,33 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mpsgen.tree.clike import Lines, MacroDef, scan_defines
 from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close, split_args
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(([^)]*)\))?", re.M)
 _STRUCT_FUNCTOR = re.compile(r"^[ \t]*struct[ \t]+([A-Za-z_]\w*)_functor\b", re.M)
 _NAMESPACE_OPEN = re.compile(r"^\s*(?:inline\s+)?namespace\b[^;{]*\{")
 _STATEMENT = re.compile(r"^([A-Za-z_]\w*)[ \t]*\(", re.M)
-
-
-@dataclass(frozen=True)
-class MacroDef:
-    """A ``#define`` with its (backslash-joined) body; lines are 0-based, inclusive."""
-
-    name: str
-    params: tuple[str, ...] | None  # None for an object-like macro
-    body: str
-    start_line: int
-    end_line: int
-
-    def expand(self, args: list[str]) -> str:
-        """Substitute arguments (with ``#`` and ``##``) into the body."""
-        assert self.params is not None
-        values = dict(zip(self.params, args))
-        body = self.body
-        # stringize #P (but not ##)
-        body = re.sub(r"(?<!#)#\s*([A-Za-z_]\w*)", lambda m: f'"{values[m.group(1)]}"' if m.group(1) in values else m.group(0), body)
-        body = re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: values.get(m.group(1), m.group(1)), body)
-        return re.sub(r"\s*##\s*", "", body)
 
 
 @dataclass(frozen=True)
@@ -72,22 +51,13 @@ def scan_metal(text: str) -> MetalSource:
     masked = mask_c_comments_and_strings(text)
     starts = line_starts(text)
     lines = text.split("\n")
-    macros: dict[str, MacroDef] = {}
+    # the #defines, read by the one define scanner (:mod:`mpsgen.tree.clike`); every
+    # line of every #define (a name defined twice included) is macro text
+    at = Lines(text)
+    macros, spans = scan_defines(text, at)
     in_macro: set[int] = set()
-    for m in _DEFINE.finditer(masked):
-        first = line_of(starts, m.start())
-        last = first
-        while last < len(lines) and lines[last].rstrip().endswith("\\"):
-            last += 1
-        last = min(last, len(lines) - 1)
-        in_macro.update(range(first, last + 1))
-        joined = " ".join(l.rstrip().rstrip("\\") for l in masked.split("\n")[first : last + 1])
-        header_end = joined.find(m.group(0).strip()) + len(m.group(0).strip())
-        body = joined[header_end:].strip()
-        params = tuple(p.strip() for p in m.group(3).split(",")) if m.group(2) is not None else None
-        if params == ("",):
-            params = ()
-        macros[m.group(1)] = MacroDef(m.group(1), params, body, first, last)
+    for s, e in zip(spans.starts, spans.ends):
+        in_macro.update(range(at.line(s) - 1, at.line(e)))
 
     # brace depth per line, not counting namespace braces (ignoring macro lines)
     depth_at: list[int] = []

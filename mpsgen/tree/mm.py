@@ -12,15 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mpsgen.tree.host import scan_host
 from mpsgen.tree.metal import MacroDef, scan_metal
-from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close, split_args
+from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
 
 _LIB = re.compile(r"static\s+auto\s*&\s*(\w+)\s*=\s*mps::MetalShaderLibrary::getBundledLibrary\(\)")
 _KERNEL_FN = re.compile(r"^static\s+void\s+(\w+)\s*\(\s*(?:at::)?TensorIterator(?:Base)?\s*&", re.M)
-_REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(", re.M)
-_EXEC = re.compile(r"\b(?:\w+\s*[.>]\s*)?exec_(unary|binary|ternary)_kernel\s*\(\s*\w+\s*,\s*(\"[^\"]*\"|#\w+)")
-_IMPL = re.compile(r"^[ \t]*TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", re.M)
-_PLAIN_FN = re.compile(r"^(?:static\s+)?(?:Tensor|void|std::tuple<[^>]*>)\s*&?\s+(\w+)\s*\(", re.M)
 _NAMESPACE = re.compile(r"^namespace\s+([\w:]+)\s*\{", re.M)
 
 
@@ -95,7 +92,6 @@ def scan_mm(text: str) -> MMSource:
     starts = line_starts(text)
     metal = scan_metal(text)  # same #define / top-level statement rules
     macros = metal.macros
-    macro_lines = {i for d in macros.values() for i in range(d.start_line, d.end_line + 1)}
 
     lib_m = _LIB.search(text)
     library = lib_m.group(1) if lib_m else "lib"
@@ -120,63 +116,31 @@ def scan_mm(text: str) -> MMSource:
         if close > 0:
             kernels.append(KernelFunction(m.group(1), first, line_of(starts, close)))
 
+    # which dispatches, kernel-name uses and MPSGraph definitions the file holds: the host
+    # scanner's facts (the ones check reads), with the extents an edit needs added here
+    host = scan_host("", text)
     dispatches = []
-    for m in _REGISTER_DISPATCH.finditer(masked):
-        line = line_of(starts, m.start())
-        if line in macro_lines:
-            continue
-        close = match_close(masked, m.end() - 1)
-        args = split_args(masked[m.end() : close])
-        if len(args) >= 2:
-            fn = args[1].lstrip("&").strip()
-            dispatches.append(DispatchRegistration(args[0], fn, line, masked[close + 1 : close + 3].lstrip().startswith(";")))
-    for macro, op, line in helper_instances:
-        dispatches.append(DispatchRegistration(f"{op}_stub", f"{op}_kernel_mps", line, True, via_macro=macro))
-    # other macro instances whose expansion holds a REGISTER_DISPATCH
-    for c in metal.calls:
-        d = macros.get(c.macro)
-        if d is None or c.macro in helpers or d.params is None or len(d.params) != len(c.args):
-            continue
-        body = d.expand(list(c.args))
-        for rm in re.finditer(r"REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)", body):
-            dispatches.append(DispatchRegistration(rm.group(1), rm.group(2), c.start_line, True, via_macro=c.macro))
+    for d in host.dispatches:
+        line = d.line - 1
+        has_semicolon = True
+        if d.via is None:
+            at = starts[line] + masked[starts[line] :].find("REGISTER_DISPATCH")
+            close = match_close(masked, masked.find("(", at))
+            has_semicolon = close > 0 and masked[close + 1 : close + 3].lstrip().startswith(";")
+        dispatches.append(DispatchRegistration(d.stub, d.function, line, has_semicolon, via_macro=d.via))
+    names = [KernelNameUse(u.kind, u.name, u.line - 1) for u in host.uses]
 
-    names = []
-    for m in _EXEC.finditer(text):
-        line = line_of(starts, m.start())
-        if line in macro_lines or masked[m.start()] == " " and text[m.start()] != " ":
-            continue
-        lit = m.group(2)
-        if lit.startswith('"'):
-            names.append(KernelNameUse(m.group(1), lit.strip('"'), line))
-    for macro, op, line in helper_instances:
-        names.append(KernelNameUse(helpers[macro].kind, op, line))
-
+    ends = {c.start_line: c.end_line for c in metal.calls}
     impls = []
-    for m in _IMPL.finditer(masked):
-        line = line_of(starts, m.start())
-        if line in macro_lines:
-            continue
-        brace = masked.find("{", m.end())
-        close = match_close(masked, brace) if brace >= 0 else -1
-        impls.append(MPSGraphImpl(m.group(1), "impl_func", line, line_of(starts, close) if close > 0 else line))
-    for m in _PLAIN_FN.finditer(masked):
-        line = line_of(starts, m.start())
-        if line in macro_lines or not m.group(1).endswith("_mps"):
-            continue
-        brace = masked.find("{", m.end())
-        semi = masked.find(";", m.end())
-        if brace < 0 or 0 <= semi < brace:
-            continue
-        close = match_close(masked, brace)
-        impls.append(MPSGraphImpl(m.group(1), "function", line, line_of(starts, close)))
-    for c in metal.calls:
-        d = macros.get(c.macro)
-        if d is None or d.params is None or len(d.params) != len(c.args) or c.macro in helpers:
-            continue
-        body = d.expand(list(c.args))
-        for im in re.finditer(r"TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", body):
-            impls.append(MPSGraphImpl(im.group(1), "macro_instance", c.start_line, c.end_line, macro=c.macro))
+    for d in host.definitions:
+        line = d.line - 1
+        if d.form == "impl_macro":
+            impls.append(MPSGraphImpl(d.name, "macro_instance", line, ends.get(line, line), macro=d.macro))
+        elif d.form in ("impl_func", "function") and (d.form == "impl_func" or d.name.endswith("_mps")):
+            brace = masked.find("{", starts[line])
+            close = match_close(masked, brace) if brace >= 0 else -1
+            form = "impl_func" if d.form == "impl_func" else "function"
+            impls.append(MPSGraphImpl(d.name, form, line, line_of(starts, close) if close > 0 else line))
 
     namespace_end = None
     for m in _NAMESPACE.finditer(masked):

@@ -1,0 +1,80 @@
+"""One scanner of .mm/.metal facts: the edits' views (tree.mm, tree.metal) and check's
+index read the same facts from tree.clike / tree.host / tree.kernels."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from mpsgen.practice import PRACTICE_TREE
+from mpsgen.tree.clike import Lines, scan_defines
+from mpsgen.tree.host import scan_host
+from mpsgen.tree.metal import scan_metal
+from mpsgen.tree.mm import scan_mm
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = sorted(
+    p for ext in ("*.mm", "*.metal", "*.h") for base in (PRACTICE_TREE, REPO / "tests" / "golden") for p in base.rglob(ext)
+)
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.suffix == ".mm"], ids=lambda p: p.name)
+def test_edits_read_the_host_facts_check_reads(path: Path):
+    text = path.read_text()
+    mm, host = scan_mm(text), scan_host(str(path), text)
+    assert sorted((d.stub, d.function, d.line + 1, d.via_macro) for d in mm.dispatches) == sorted(
+        (d.stub, d.function, d.line, d.via) for d in host.dispatches
+    )
+    assert sorted((u.kind, u.name, u.line + 1) for u in mm.kernel_names) == sorted((u.kind, u.name, u.line) for u in host.uses)
+    # every MPSGraph implementation an edit may remove is a definition check knows
+    defined = {(d.name, d.line) for d in host.definitions}
+    assert {(i.kernel, i.start_line + 1) for i in mm.impls} <= defined
+    assert mm.impls or (mm.dispatches and mm.kernel_names), "each sample holds MPSGraph code or kernels"  # not vacuous
+    for impl in mm.impls:
+        assert impl.end_line >= impl.start_line
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_one_define_scanner(path: Path):
+    text = path.read_text()
+    assert scan_metal(text).macros == scan_defines(text, Lines(text))[0]
+
+
+def test_macro_bodies_keep_their_string_literals():
+    """The edits' macro bodies used to blank string literals (``#NAME "_strided_"`` lost its
+    text); they are the shared scanner's now."""
+    text = '#define REG(NAME, T) \\\n  template [[host_name(#NAME "_strided_" #T)]] kernel void k<T>(uint)\n'
+    assert '"_strided_"' in scan_metal(text).macros["REG"].body
+
+
+def test_a_macro_defined_twice_is_macro_text_both_times():
+    """A name #define'd twice (an #undef between): the first body's TORCH_IMPL_FUNC is not an
+    implementation of the file, in the edits' view as in check's."""
+    text = (
+        "#define MAKE(func_out) \\\n"
+        "  TORCH_IMPL_FUNC(func_out)(const Tensor& self) { \\\n"
+        "  }\n"
+        "#undef MAKE\n"
+        "#define MAKE(func_out) \\\n"
+        "  TORCH_IMPL_FUNC(func_out)(const Tensor& self) { \\\n"
+        "  }\n"
+        "MAKE(acosh_out_mps);\n"
+    )
+    impls = scan_mm(text).impls
+    assert [(i.kernel, i.form, i.start_line) for i in impls] == [("acosh_out_mps", "macro_instance", 7)]
+    assert [(d.name, d.form) for d in scan_host("x.mm", text).definitions] == [("acosh_out_mps", "impl_macro")]
+
+
+def test_check_index_parses_nothing_itself():
+    """check/index.py builds its index from the tree scanners: no regular expression of its
+    own at module level, and its facts come from tree.host / tree.kernels / tree.native_rows."""
+    source = (REPO / "mpsgen" / "check" / "index.py").read_text()
+    module = ast.parse(source)
+    for node in module.body:
+        if isinstance(node, ast.Assign):
+            assert "re.compile" not in ast.unparse(node.value), ast.unparse(node)
+    imported = {n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom)}
+    assert {"mpsgen.tree.host", "mpsgen.tree.kernels", "mpsgen.tree.native_rows"} <= imported
+    assert len(source.splitlines()) < 300
