@@ -22,7 +22,7 @@ KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 # Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
 DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath", "bool_out")
 
-SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type")
+SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas")
 FILE_KEYS = ("metal", "mm")
 
 MAX_NAME = 128  # the longest aten name is under 60 characters; file names built from it must fit
@@ -62,6 +62,8 @@ class OpSpec:
     rows: tuple[str, ...] | None = None  # None: every row with a CPU/CUDA kernel and no MPS one
     files: dict[str, str] = field(default_factory=dict)
     alpha_type: str | None = None  # metal type of the Scalar parameter for *_alpha kinds
+    # the Scalar values `mpsgen try` runs a *_alpha op with (None: its defaults)
+    alphas: tuple[float, ...] | None = None
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -279,6 +281,17 @@ def _loc(path: str, node: yaml.Node) -> Location:
     return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _number(text: str | None) -> float | None:
+    """A finite YAML number (``-1``, ``0.25``, ``1e-6``), else None."""
+    import math
+
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _scalar(node: yaml.Node) -> str | None:
     import yaml
 
@@ -459,6 +472,24 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
     if alpha_type is not None and not _C_IDENT.match(alpha_type):
         problems.append((_loc(shown, fields["alpha_type"][1]), f"'alpha_type' {alpha_type!r} is not a Metal type name."))
 
+    alphas = None
+    if "alphas" in fields:
+        knode, vnode = fields["alphas"]
+        items = vnode.value if isinstance(vnode, yaml.SequenceNode) else None
+        if not items:
+            problems.append((_loc(shown, vnode), "'alphas' must be a non-empty list of numbers (the Scalar values mpsgen try runs the op with)."))
+        elif kind is not None and not kind.endswith("_alpha"):
+            problems.append((_loc(shown, knode), f"'alphas' is for the unary_alpha and binary_alpha kinds; {kind} takes no Scalar."))
+        else:
+            got = []
+            for item in items:
+                value = _number(_scalar(item))
+                if value is None:
+                    problems.append((_loc(shown, item), f"{_scalar(item)!r} is not a number (alphas are the Scalar values mpsgen try uses)."))
+                else:
+                    got.append(value)
+            alphas = tuple(got)
+
     if problems or name is None or kind is None:
         return None, problems
     spec = OpSpec(
@@ -470,6 +501,7 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         rows=rows,
         files=files,
         alpha_type=alpha_type,
+        alphas=alphas,
         source=shown,
     )
     return spec, []

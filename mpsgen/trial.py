@@ -87,6 +87,30 @@ def compiler() -> str:
     raise BadInput("mpsgen try needs a C++17 compiler (g++ or clang++) on PATH.", hint="Install one, e.g. apt-get install g++.")
 
 
+def alpha_metal_type(spec: OpSpec, metal_in: str) -> str:
+    """The Metal type the functor gets the Scalar in: ``alpha_type``, else float for
+    unary_alpha and the input type for binary_alpha (as the generated host code passes it)."""
+    if spec.alpha_type:
+        return spec.alpha_type
+    return "float" if spec.kind == "unary_alpha" else metal_in
+
+
+def default_alphas(spec: OpSpec, floating: bool) -> list[float | int]:
+    if spec.alphas:
+        return [int(a) if not floating and float(a).is_integer() else a for a in spec.alphas]
+    return [1.0, 2.0, -0.5] if floating else [1, 2, 3]
+
+
+def scalar_keyword(op, spec: OpSpec) -> str:
+    """The name the CPU op takes its Scalar by: its schema's first argument after the
+    tensor inputs (``alpha`` for sub, ``eps`` for logit and logit_backward)."""
+    try:
+        arguments = op.default._schema.arguments
+    except (AttributeError, RuntimeError):
+        return "alpha"
+    return arguments[spec.arity].name if len(arguments) > spec.arity else "alpha"
+
+
 def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int, int]:
     """The C++ program, and the first and last line of the functor in it."""
     from mpsgen.newop import render_functor
@@ -107,8 +131,9 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
             m_in, f"({CXX_TYPE.get(m_in, m_in)})"
         )
         args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
-        if spec.kind == "binary_alpha":  # alpha in the input type, from the command line
-            alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(m_in, CXX_TYPE.get(m_in, m_in))
+        if spec.has_alpha:  # the Scalar, from the command line, in the type the host passes it as
+            alpha_t = alpha_metal_type(spec, m_in)
+            alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(alpha_t, CXX_TYPE.get(alpha_t, alpha_t))
             args += f", static_cast<{alpha_t}>(alpha)"
         if m_out == "float2":
             store = "float2(r)"
@@ -248,8 +273,8 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         import torch
     except ImportError:
         raise BadInput("mpsgen try compares with PyTorch's CPU op: install torch (pip install torch).") from None
-    if spec.kind not in ("unary", "binary", "binary_alpha"):
-        raise Refused(f"mpsgen try covers unary, binary and binary_alpha ops; {spec.name} is {spec.kind}.")
+    if spec.kind not in ("unary", "binary", "unary_alpha", "binary_alpha"):
+        raise Refused(f"mpsgen try covers unary, binary, unary_alpha and binary_alpha ops; {spec.name} is {spec.kind}.")
     if spec.functor.is_scaffold:
         raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
     pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
@@ -261,6 +286,7 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     cxx = compiler()
     binary, cached = build(spec, pairs, cxx)
     op = getattr(torch.ops.aten, spec.name)
+    keyword = scalar_keyword(op, spec)
     results = []
     warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
     for index, (m_in, m_out) in enumerate(pairs):
@@ -274,11 +300,11 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             inputs = [base]
         res = DtypeResult(m_in, m_out)
         alphas: list[float | int | None] = [None]
-        if spec.kind == "binary_alpha":
-            alphas = [1.0, 2.0, -0.5] if t_in.is_floating_point else [1, 2, 3]
+        if spec.has_alpha:
+            alphas = default_alphas(spec, t_in.is_floating_point or t_in.is_complex or alpha_metal_type(spec, m_in) in ("float", "half", "bfloat"))
         for alpha in alphas:
             try:
-                expected = op(*inputs) if alpha is None else op(*inputs, alpha=alpha)
+                expected = op(*inputs) if alpha is None else op(*inputs, **{keyword: alpha})
             except (RuntimeError, NotImplementedError) as exc:
                 res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {str(exc).splitlines()[0][:80]}"
                 break
@@ -290,12 +316,12 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             if proc.returncode != 0:
                 raise Refused(f"{spec.name}_functor crashed on {m_in} inputs (exit status {proc.returncode}); stopped.")
             actual = _from_raw(torch, proc.stdout, t_out)
-            _compare(torch, res, inputs, actual, expected.to(t_out), alpha)
+            _compare(torch, res, inputs, actual, expected.to(t_out), alpha, keyword)
         results.append(res)
     return TrialResult(spec, cxx, results, cached)
 
 
-def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None) -> None:
+def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyword: str = "alpha") -> None:
     """Fold one run's comparison into ``res`` (samples, worst errors, mismatches, examples).
     Complex results are compared part by part, each under the tolerance of its real type."""
     if actual.dtype.is_complex:
@@ -303,7 +329,7 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None) -> N
         a = torch.view_as_real(actual.to(torch.complex64)).to(real)
         e = torch.view_as_real(expected.to(torch.complex64)).to(real)
         part = DtypeResult(res.metal_in, res.metal_out)
-        _compare(torch, part, [x.repeat_interleave(2) for x in inputs], a.flatten(), e.flatten(), alpha)
+        _compare(torch, part, [x.repeat_interleave(2) for x in inputs], a.flatten(), e.flatten(), alpha, keyword)
         res.samples += len(actual)
         res.max_abs, res.max_rel = max(res.max_abs, part.max_abs), max(res.max_rel, part.max_rel)
         res.mismatches += part.mismatches
@@ -331,7 +357,7 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None) -> N
     bad = (~close).nonzero().flatten()
     res.mismatches += int(bad.numel())
     for k in bad[: max(0, 3 - len(res.examples))].tolist():
-        args = ", ".join(repr(x[k].item()) for x in inputs) + (f", alpha={alpha!r}" if alpha is not None else "")
+        args = ", ".join(repr(x[k].item()) for x in inputs) + (f", {keyword}={alpha!r}" if alpha is not None else "")
         res.examples.append(f"({args}) -> {actual[k].item()!r}, torch says {expected[k].item()!r}")
 
 

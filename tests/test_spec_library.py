@@ -35,3 +35,64 @@ def test_bare_new_op_takes_everything_from_the_shipped_spec(real_tree: Path, run
     assert "REGISTER_INTEGER_BINARY_OP(heaviside)" in res.stdout  # the spec's integer group
     assert "static_assert" not in res.stdout  # no scaffold
     assert snapshot(real_tree) == before
+
+
+# mpsgen's own MPSGraph code for logit and logit_backward, in upstream's shape (the practice
+# tree's UnaryOps.mm has none): what a 2.13 checkout holds for the two migrations below
+_LOGIT_MPSGRAPH = """
+Tensor& logit_out_mps(const Tensor& self, std::optional<double> eps, Tensor& result) {
+  mps::unary_op(self, result, "logit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+    return [mpsGraph logarithmWithTensor:inputTensor name:nil];
+  });
+  return result;
+}
+
+Tensor logit_mps(const Tensor& self, std::optional<double> eps) {
+  Tensor result = at::empty_like(self);
+  logit_out_mps(self, eps, result);
+  return result;
+}
+
+TORCH_IMPL_FUNC(logit_backward_out_mps)
+(const Tensor& grad_output, const Tensor& input, std::optional<double> eps, const Tensor& grad_input) {
+  mps::unary_op(input, grad_input, "logit_backward_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* x) {
+    return x;
+  });
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "op, expected",
+    [
+        ("logit", ["CPU, CUDA, MPS, MTIA: logit", "CPU, CUDA, MPS: logit_out", "REGISTER_UNARY_ALPHA_OP(logit, half, float, half);",
+                   'lib.exec_unary_kernel(iter, "logit", alpha, ScalarType::Float);', "REGISTER_DISPATCH(logit_stub, logit_mps_kernel);"]),
+        ("logit_backward", ["CPU, CUDA, MPS: logit_backward_out", "REGISTER_BINARY_ALPHA_OP(logit_backward_alpha, half, half, half);",
+                            "REGISTER_DISPATCH(logit_backward_stub, &logit_backward_alpha_mps_kernel)"]),
+    ],
+)
+def test_bare_migration_of_an_alpha_op_takes_everything_from_the_shipped_spec(real_tree: Path, run, op: str, expected: list[str]):
+    from mpsgen.tree import OPERATIONS_DIR
+
+    mm = real_tree / OPERATIONS_DIR / "UnaryOps.mm"
+    mm.write_text(mm.read_text().replace("\n} // namespace at::native", _LOGIT_MPSGRAPH + "\n} // namespace at::native"))
+    res = run("migrate-from-mpsgraph", op, "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    text = "\n".join(p.read_text() for p in (real_tree / "aten").rglob("*") if p.suffix in (".yaml", ".metal", ".mm"))
+    for line in expected:
+        assert line in text, line
+    assert f"TORCH_IMPL_FUNC({op}_out_mps)" not in text and f"{op}_out_mps(" not in text
+    assert "static_assert" not in text  # no scaffold
+    assert run("check", "--root", real_tree, "--select", "MPS001,MPS002,MPS003,MPS004").exit_code in (0, 1)
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "specs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", [p for p in EXAMPLES if load_spec(p).kind != "ternary"], ids=lambda p: p.stem)
+def test_worked_examples_match_the_cpu_op_too(path: Path):
+    """examples/specs teach the kinds; what they teach must be right (try has no ternary)."""
+    result = run_trial(load_spec(path), samples=16)
+    assert [r for r in result.results if not r.skipped] and all(r.ok for r in result.results), [
+        (r.metal_in, r.examples[:1]) for r in result.results if not r.ok
+    ]

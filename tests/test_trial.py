@@ -101,3 +101,32 @@ def test_complex_inputs_are_compared_part_by_part(run, tmp_path: Path):
     res = run("try", spec(tmp_path, body, name="conj_physical", kind="unary", dtypes="[float, complex]"), "--dtypes", "complex64")
     assert res.exit_code == 1, res.output
     assert "  float2   float2" in res.stdout and "mismatch(es)" in res.stdout and "j)) ->" in res.stdout
+
+
+def test_the_scalar_of_an_alpha_op_reaches_both_sides(run, tmp_path: Path):
+    """unary_alpha: the spec's alphas are passed to the functor and, by the name the CPU op
+    takes it (logit's `eps`), to torch; a clamp written min(max(x, lo), hi) differs from the
+    CPU kernel's when eps > 0.5 (lo > hi), and try says so, naming eps."""
+    body = (
+        "alpha_type: float\nalphas: [-1.0, 0.75]\nfunctor: |\n"
+        "  template <typename T, typename U>\n"
+        "  inline float operator()(const T x, const U eps) {\n"
+        "    float z = float(x);\n"
+        "    if (eps >= 0.0f) { z = c10::metal::min(c10::metal::max(z, float(eps)), 1.0f - float(eps)); }\n"
+        "    return precise::log(z / (1.0f - z));\n"
+        "  }\n"
+    )
+    wrong = spec(tmp_path, body, name="logit", kind="unary_alpha", dtypes="[float]")
+    res = run("try", wrong, "--dtypes", "float32")
+    assert res.exit_code == 1, res.output
+    assert "eps=0.75" in res.stdout and "eps=-1.0" not in res.stdout
+    right = spec(tmp_path, body.replace("[-1.0, 0.75]", "[-1.0, 0.25]"), name="logit", kind="unary_alpha", dtypes="[float]")
+    res = run("try", right, "--dtypes", "float32")
+    assert res.exit_code == 0, res.output
+
+
+def test_alphas_must_be_numbers_of_an_alpha_kind(run, tmp_path: Path):
+    res = run("try", spec(tmp_path, "alphas: [1, two]\nexpr: \"a - alpha * b\"\n", name="sub", kind="binary_alpha", dtypes="[float]"))
+    assert res.exit_code == 2 and "sub.yaml:4:13: 'two' is not a number" in res.output, res.output
+    res = run("try", spec(tmp_path, "alphas: [1]\nexpr: \"a + b\"\n", dtypes="[float]"))
+    assert res.exit_code == 2 and "'alphas' is for the unary_alpha and binary_alpha kinds" in res.output, res.output

@@ -36,7 +36,7 @@ from mpsgen.tree.clike import (
     scan_defines,
     substitute,
 )
-from mpsgen.tree.metal import MacroDef
+from mpsgen.tree.clike import MacroDef
 
 _INCLUDE = re.compile(r'#[ \t]*include[ \t]*[<"]([^>"]+)[>"]')
 # searched in "\n" + text (a literal first: C speed); group 3 is the argument list when it
