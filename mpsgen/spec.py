@@ -126,8 +126,6 @@ def check_dtype_groups(kind: str, groups: list[str]) -> list[str]:
         problems.append("use either 'integer' or 'integer_no_bool', not both.")
     if "bool_out" in groups and "int2float" in groups:
         problems.append("'bool_out' (every input type gives a bool) and 'int2float' (integers give a float) contradict; pick one.")
-    if "bool_out" in groups and "complex" in groups:
-        problems.append("'bool_out' with 'complex' is not supported: list the real groups only.")
     if "opmath" in groups and kind.startswith("unary"):
         problems.append(
             "dtype group 'opmath' applies to binary and ternary ops (REGISTER_OPMATH_*); "
