@@ -258,6 +258,19 @@ def time_torchgen(yaml_path: Path, runs: int) -> float:
     return statistics.median(times) * 1000
 
 
+_READ_ONLY = """
+import os
+found = 0
+for folder in ("aten/src/ATen/native/mps/operations", "aten/src/ATen/native/mps/kernels"):
+    for entry in os.scandir(os.path.join({root!r}, folder)):
+        with open(entry.path, "rb") as f:
+            text = f.read().decode()
+        found += text.count("REGISTER_") + text.count("TORCH_IMPL_FUNC") + text.count("#define")
+with open(os.path.join({root!r}, "aten/src/ATen/native/native_functions.yaml"), "rb") as f:
+    found += f.read().decode().count("\\n- func:")
+"""
+
+
 def processes(root: Path, runs: int) -> None:
     """Whole processes, as pre-commit and lintrunner pay them: start-up and imports included,
     beside a bare interpreter of the same installation (its .pth files included). mpsgen runs
@@ -271,10 +284,15 @@ def processes(root: Path, runs: int) -> None:
     check = statistics.median(time_process([py, "-m", "mpsgen", "check", "--root", str(root)], runs, (0, 1), installed)) * 1000
     helps = statistics.median(time_process([py, "-m", "mpsgen", "--help"], runs, (0,), installed)) * 1000
     check_src = statistics.median(time_cli(["check", "--root", str(root)], runs, ok=(0, 1))) * 1000
+    # the least any Python scanner of this tree pays: read every file check reads and count a
+    # few literals in each (no parsing, no rules)
+    floor_cmd = [py, "-c", _READ_ONLY.format(root=str(root))]
+    read_only = statistics.median(time_process(floor_cmd, runs)) * 1000
     tg_cmd = [py, "-c", f"import torchgen.gen as g; g.parse_native_yaml({str(root / NATIVE_FUNCTIONS)!r}, {str(tags)!r})"]
     tg = statistics.median(time_process(tg_cmd, max(3, runs // 3))) * 1000
     print(f"process:       bare `python -c pass`      {bare:6.1f} ms (this machine's floor for any Python tool)")
     print(f"process:       `mpsgen check`             {check:6.1f} ms whole ({check - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if check <= 100 else 'MISSED'}")
+    print(f"process:       read files, count words  {read_only:6.1f} ms whole ({read_only - bare:5.1f} ms over the floor: the least a Python scanner of this tree pays)")
     print(f"process:       `mpsgen --help`            {helps:6.1f} ms whole ({helps - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if helps <= 100 else 'MISSED'}")
     print(f"process:       `mpsgen check` (editable, no bytecode) {check_src:6.1f} ms whole")
     print(f"process:       torchgen parse_native_yaml {tg:6.1f} ms whole ({tg - bare:5.1f} ms over the floor)")

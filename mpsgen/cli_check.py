@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
-    from mpsgen.check.config import CheckConfig, load_config, selected_codes, split_codes
+    from mpsgen.check.config import load_config, selected_codes, split_codes
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
     from mpsgen.errors import BadInput, MpsgenError
     from mpsgen.tree import PytorchTree

@@ -215,7 +215,7 @@ def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport
     # the shipped spec by its full path: the command works verbatim from the checkout
     spec = f" --spec {shipped}" if report.spec else ""
     if status == "stub-unregistered":
-        step = f"MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
+        step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
     elif status == "missing":
         step = f"mpsgen new-op {op} {spec.strip() or kind} --dry-run".replace("  ", " ")
     elif status == "mps-kernel":

@@ -147,7 +147,7 @@ def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver
         raise Refused(
             f"row {r.row} of {spec.name} runs another op's stub: {r.describe()}. A Metal kernel registered for "
             f"{spec.name}_stub would never be called, and one for {r.stub} serves that other op too.",
-            hint=f"Name the stub to register with --stub (or `stub:` in the spec) once you know it is what you want.",
+            hint="Name the stub to register with --stub (or `stub:` in the spec) once you know it is what you want.",
         )
     stubs = list(dict.fromkeys(r.stub for r in resolutions))
     if len(stubs) > 1:

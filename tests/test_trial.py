@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
 import torch
 
 from mpsgen.resources import resource_dir

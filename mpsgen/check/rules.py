@@ -16,9 +16,9 @@ from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registrat
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
-from mpsgen.tree.functors import CATEGORY, COMPLEX, FLOAT, INT, scan_functors
+from mpsgen.tree.functors import CATEGORY, COMPLEX, FLOAT, INT
 from mpsgen.tree.resolver import StubResolver, native_cpp_files
-from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
+from mpsgen.tree.xfails import read_xfail_entries
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
 MAX_LISTED = 4
@@ -175,13 +175,7 @@ class Facts:
     @cached_property
     def functor_defs(self) -> list:
         """(metal file, its functor structs), for the files that define any (read once for MPS010-MPS013)."""
-        out = []
-        for m in self.index.metal_files:
-            if "_functor" in m.text:
-                defs = scan_functors(m.text)
-                if defs:
-                    out.append((m, defs))
-        return out
+        return [(m, m.functor_structs) for m in self.index.metal_files if m.functor_structs]
 
     @cached_property
     def migrated_from(self) -> dict[str, list[tuple[str, int]]]:

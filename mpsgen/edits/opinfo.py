@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mpsgen.tree.opinfo import mps_decorators, python_close
+from mpsgen.tree.opinfo import mps_decorators
 from mpsgen.tree.reasons import NUMERICS, comment_above, is_unimplemented_reason
 
 _OPENS_TUPLE = re.compile(r"^\s*\w+\s*=\s*[(\[]\s*(#.*)?$")

@@ -37,6 +37,7 @@ from mpsgen.tree.clike import (
     substitute,
 )
 from mpsgen.tree.clike import MacroDef
+from mpsgen.tree.functors import FunctorStruct, scan_functors
 
 _INCLUDE = re.compile(r'#[ \t]*include[ \t]*[<"]([^>"]+)[>"]')
 # searched in "\n" + text (a literal first: C speed); group 3 is the argument list when it
@@ -135,6 +136,15 @@ class MetalFile:
         self._needs: dict[str, bool] = {}
         self._needs_memo = needs_memo
         self.ops: dict[str, list[int]] = {}  # op -> indices of the statements registering it
+        self._structs: list[FunctorStruct] | None = None
+
+    @property
+    def functor_structs(self) -> list[FunctorStruct]:
+        """The functor structs written out in the file, with their ``operator()`` overloads
+        (:func:`mpsgen.tree.functors.scan_functors`), read on first use."""
+        if self._structs is None:
+            self._structs = scan_functors(self.text) if "_functor" in self.text else []
+        return self._structs
 
     def add(self, st: RegStatement) -> None:
         i = len(self.statements)
