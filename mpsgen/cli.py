@@ -373,9 +373,9 @@ def demo(
             elif status == "mps-kernel":
                 from mpsgen.migrate import plan_migrate
 
-                err.print(f"$ mpsgen migrate-from-mpsgraph {op} --allow-dtype-loss --dry-run --root {root}")
+                err.print(f"$ mpsgen migrate-from-mpsgraph {op} --dry-run --root {root}")
                 try:
-                    changeset = plan_migrate(tree, spec, allow_dtype_loss=True)
+                    changeset = plan_migrate(tree, spec)
                 except Refused as exc:  # the demo shows a refusal as what mpsgen does here
                     err.print(f"mpsgen refuses this migration on this tree, and says why (exit 1 when you run it):\n  {exc}")
                     return

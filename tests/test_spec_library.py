@@ -96,3 +96,15 @@ def test_worked_examples_match_the_cpu_op_too(path: Path):
     assert [r for r in result.results if not r.skipped] and all(r.ok for r in result.results), [
         (r.metal_in, r.examples[:1]) for r in result.results if not r.ok
     ]
+
+
+def test_bare_acosh_migration_keeps_complex64(real_tree: Path, run):
+    """acosh is in 2.13's complex-supporting set (common_mps.py): its spec's complex functor
+    lets the bare migration through without --allow-dtype-loss, with float2/half2 registered
+    through the tree's complex bulk macro."""
+    res = run("migrate-from-mpsgraph", "acosh", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "would be lost" not in res.output
+    metal = (real_tree / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
+    assert "REGISTER_UNARY_OP(acosh, DTYPE##2, DTYPE##2)" in metal and "enable_if_t<is_complex_v<T>, bool> = true" in metal
+    assert "CPU, CUDA, MPS: acosh_out" in (real_tree / "aten/src/ATen/native/native_functions.yaml").read_text()

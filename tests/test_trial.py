@@ -99,7 +99,7 @@ def test_complex_inputs_are_compared_part_by_part(run, tmp_path: Path):
     )
     res = run("try", spec(tmp_path, body, name="conj_physical", kind="unary", dtypes="[float, complex]"), "--dtypes", "complex64")
     assert res.exit_code == 1, res.output
-    assert "  float2   float2" in res.stdout and "mismatch(es)" in res.stdout and "j)) ->" in res.stdout
+    assert "  float2   float2" in res.stdout and "mismatch(es)" in res.stdout and "j) ->" in res.stdout
 
 
 def test_the_scalar_of_an_alpha_op_reaches_both_sides(run, tmp_path: Path):

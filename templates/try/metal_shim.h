@@ -105,6 +105,9 @@ typedef mpsgen_vec2<half> half2;
 
 #define M_PI_F 3.14159265358979323846f
 #define M_PI_2_F 1.57079632679489661923f
+#define M_PI_4_F 0.78539816339744830962f
+#define M_1_PI_F 0.31830988618379067154f
+#define M_LN10_F 2.30258509299404568402f
 #define M_E_F 2.71828182845904523536f
 #define M_SQRT2_F 1.41421356237309504880f
 #define M_SQRT1_2_F 0.70710678118654752440f
@@ -164,7 +167,7 @@ constexpr bool is_arithmetic_v = is_fp<T>::value || std::is_integral<T>::value;
   MPSGEN_SHIM_BINARY(pow, std::pow) MPSGEN_SHIM_BINARY(powr, std::pow)                     \
   MPSGEN_SHIM_BINARY(atan2, std::atan2) MPSGEN_SHIM_BINARY(fmod, std::fmod)                \
   MPSGEN_SHIM_BINARY(fmin, std::fmin) MPSGEN_SHIM_BINARY(fmax, std::fmax)                  \
-  MPSGEN_SHIM_BINARY(copysign, std::copysign) MPSGEN_SHIM_BINARY(hypot, std::hypot)
+  MPSGEN_SHIM_BINARY(copysign, std::copysign)
 MPSGEN_SHIM_MATH
 namespace precise {
 MPSGEN_SHIM_MATH
@@ -245,6 +248,8 @@ inline float erfc(float x) { return std::erfc(x); }
 inline float lgamma(float x) { return std::lgamma(x); }
 inline float tgamma(float x) { return std::tgamma(x); }
 inline float log1p(float x) { return std::log1p(x); }
+// c10::metal::hypot (Metal has none); it documents non-negative arguments
+inline float hypot(float a, float b) { return std::hypot(a, b); }
 inline float expm1(float x) { return std::expm1(x); }
 // inverse of erf: a first guess refined by Newton steps in double (accurate to float rounding)
 inline float erfinv(float y) {
