@@ -133,8 +133,12 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
         args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
         if spec.has_alpha:  # the Scalar, from the command line, in the type the host passes it as
             alpha_t = alpha_metal_type(spec, m_in)
-            alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(alpha_t, CXX_TYPE.get(alpha_t, alpha_t))
-            args += f", static_cast<{alpha_t}>(alpha)"
+            if alpha_t in ("float2", "half2"):  # a complex Scalar (alpha, 0), not a splat
+                part = "float" if alpha_t == "float2" else "half"
+                args += f", {alpha_t}({part}(alpha), {part}(0.0f))"
+            else:
+                alpha_t = {"half": "half", "bfloat": "bfloat", "bool": "bool"}.get(alpha_t, CXX_TYPE.get(alpha_t, alpha_t))
+                args += f", static_cast<{alpha_t}>(alpha)"
         if m_out == "float2":
             store = "float2(r)"
         elif m_out == "half2":
