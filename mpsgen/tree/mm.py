@@ -134,7 +134,8 @@ def scan_mm(text: str) -> MMSource:
     impls = []
     for d in host.definitions:
         line = d.line - 1
-        if d.form == "impl_macro":
+        if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
+            # an instance of a macro that writes the TORCH_IMPL_FUNC block or the function
             impls.append(MPSGraphImpl(d.name, "macro_instance", line, ends.get(line, line), macro=d.macro))
         elif d.form in ("impl_func", "function") and (d.form == "impl_func" or d.name.endswith("_mps")):
             brace = masked.find("{", starts[line])

@@ -78,3 +78,20 @@ def test_check_index_parses_nothing_itself():
     imported = {n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom)}
     assert {"mpsgen.tree.host", "mpsgen.tree.kernels", "mpsgen.tree.native_rows"} <= imported
     assert len(source.splitlines()) < 300
+
+
+def test_an_instance_of_a_macro_writing_a_plain_function_is_an_mpsgraph_impl():
+    """Upstream's UnaryOps.mm has had a macro writing `Tensor& func_out(...) { ... }` (not a
+    TORCH_IMPL_FUNC) with instances such as `CREATE_MPS_UNARY_TORCH_IMPL_FUNC(abs_out_mps,
+    absolute)`: a migration must find that instance to remove it."""
+    text = (
+        "#define MAKE_UNARY(func_out, graph_op) \\\n"
+        "  Tensor& func_out(const Tensor& self, Tensor& output) { \\\n"
+        "    return output; \\\n"
+        "  }\n"
+        "\n"
+        "MAKE_UNARY(abs_out_mps, absolute)\n"
+        "MAKE_UNARY(helper, absolute)\n"
+    )
+    impls = scan_mm(text).impls
+    assert [(i.kernel, i.form, i.start_line, i.macro) for i in impls] == [("abs_out_mps", "macro_instance", 5, "MAKE_UNARY")]
