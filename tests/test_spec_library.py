@@ -110,7 +110,8 @@ def test_bare_acosh_migration_keeps_complex64(real_tree: Path, run):
     assert "CPU, CUDA, MPS: acosh_out" in (real_tree / "aten/src/ATen/native/native_functions.yaml").read_text()
 
 
-def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path):
+@pytest.mark.parametrize("library", ["specs", "examples/specs"])
+def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path, library: str):
     """What mpsgen writes for a shipped spec must not draw a warning from `mpsgen check`:
     every spec's functor and registrations, written into the tree's kernel files, give no
     MPS010-MPS013 finding (NaN-dropping min/max, fast math, missing integer overload,
@@ -121,7 +122,7 @@ def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path):
     from mpsgen.tree import KERNELS_DIR, PytorchTree
 
     added: dict[str, list[str]] = {"UnaryKernel.metal": [], "BinaryKernel.metal": []}
-    for path in SPECS:
+    for path in SPECS if library == "specs" else EXAMPLES:
         spec = load_spec(path)
         lines = [render_functor(spec)] + [f"{macro}({spec.kernel}, {', '.join(args)});" for macro, args in required_calls(spec)]
         added["UnaryKernel.metal" if spec.arity == 1 else "BinaryKernel.metal"] += lines
