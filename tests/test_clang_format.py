@@ -87,3 +87,18 @@ def test_metal_additions_are_clang_clean(clang_format, tmp_path, file, spec):
     plan = plan_registrations(spec, scan_metal(text), BASE, file)
     out = add_op(text, MetalAddition(spec.name, render_functor(spec), plan))
     assert formatted(clang_format, out, "x.cpp", tmp_path) == out
+
+
+_LIBRARY = sorted((Path(__file__).resolve().parents[1] / "specs").glob("*.yaml")) + sorted(
+    (Path(__file__).resolve().parents[1] / "examples" / "specs").glob("*.yaml")
+)
+
+
+@pytest.mark.parametrize("path", _LIBRARY, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_library_functors_are_clang_clean(clang_format, tmp_path, path):
+    """A shipped or example spec's functor goes into the kernel file as written: it must
+    already be what clang-format (PyTorch's settings, 80 columns for .metal) makes of it."""
+    from mpsgen.spec import load_spec
+
+    functor = render_functor(load_spec(path))
+    assert formatted(clang_format, functor, "x.cpp", tmp_path) == functor
