@@ -244,6 +244,8 @@ def plan_migrate(
             hint="Point --root at the right checkout, or remove the MPS line and its code by hand.",
         )
 
+    companions = _companion_rows(tree, spec, of_op, movable)
+
     # -- Metal kernel, host kernel and tests: new-op's planner, yaml left to us ----------
     checks = [(f.path, line, check) for fs in found.values() for f in fs for line, check in input_checks(tree.read(f.path).text, f.impl)]
     changeset = plan_new_op(
@@ -251,7 +253,7 @@ def plan_migrate(
         spec,
         yaml_mode="migrate",
         table=table,
-        rows=[r.entry for r in movable],
+        rows=[r.entry for r in movable] + companions,
         allow_dtype_loss=allow_dtype_loss,
         mpsgraph_checks=tuple(c for _p, _l, c in checks),
     )
@@ -263,10 +265,19 @@ def plan_migrate(
 
     # -- native_functions.yaml ------------------------------------------------------------
     rows = [r.name for r in movable]
-    changeset.add(yaml_src, yaml_edit.migrate_rows(yaml_src.text, rows, table))
+    text = yaml_src.text
+    if companions:  # a line changes in place: the table's line numbers still hold for migrate_rows
+        text = yaml_edit.add_mps_to_rows(text, [e.name for e in companions], table)
+    changeset.add(yaml_src, yaml_edit.migrate_rows(text, rows, table))
     changeset.notes.insert(
         0, f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}; its own MPS line is gone"
     )
+    if companions:
+        changeset.notes.insert(
+            1,
+            f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(e.name for e in companions)} too "
+            "(no MPS kernel before; its CPU/CUDA kernel runs the stub this change registers)",
+        )
     for r in blocked:
         changeset.warnings.append(f"left {r.name} on {r.mps.kernel} (--partial): {r.problem}.")
 
@@ -292,6 +303,25 @@ def plan_migrate(
         changeset.add(src, new_text)
         changeset.notes.append(removal.describe(rel))
     return changeset
+
+
+def _companion_rows(tree: PytorchTree, spec: OpSpec, of_op: list[NativeFunction], movable: list[LegacyRow]) -> list[NativeFunction]:
+    """Rows of the op with a shared ``CPU, CUDA: k`` line and no MPS kernel at all (logit's
+    in-place ``logit_``) whose kernel runs the same stub as the rows being migrated: once that
+    stub has an MPS kernel they run on MPS by joining their line, as new-op would have them.
+    Only with the default rows, and only where the stub is read the same for every row."""
+    if spec.rows is not None:
+        return []
+    candidates = [e for e in of_op if e.shared_entry is not None and not e.mps_entries and shape_problem(e.func, spec.kind) is None]
+    if not candidates:
+        return []
+    from mpsgen.tree.resolver import StubResolver, host_kernel
+
+    resolver = StubResolver.for_tree(tree)
+    stubs = {resolver.resolve(r.entry).stub for r in movable if host_kernel(r.entry)}
+    if len(stubs) != 1 or None in stubs:
+        return []
+    return [e for e in candidates if resolver.resolve(e).stub in stubs]
 
 
 # ---------------------------------------------------------------------------------------------

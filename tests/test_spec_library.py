@@ -65,7 +65,7 @@ TORCH_IMPL_FUNC(logit_backward_out_mps)
 @pytest.mark.parametrize(
     "op, expected",
     [
-        ("logit", ["CPU, CUDA, MPS, MTIA: logit", "CPU, CUDA, MPS: logit_out", "REGISTER_UNARY_ALPHA_OP(logit, half, float, half);",
+        ("logit", ["CPU, CUDA, MPS, MTIA: logit", "CPU, CUDA, MPS: logit_out", "CPU, CUDA, MPS: logit_\n", "REGISTER_UNARY_ALPHA_OP(logit, half, float, half);",
                    'lib.exec_unary_kernel(iter, "logit", alpha, ScalarType::Float);', "REGISTER_DISPATCH(logit_stub, logit_mps_kernel);"]),
         ("logit_backward", ["CPU, CUDA, MPS: logit_backward_out", "REGISTER_BINARY_ALPHA_OP(logit_backward_alpha, half, half, half);",
                             "REGISTER_DISPATCH(logit_backward_stub, &logit_backward_alpha_mps_kernel)"]),
