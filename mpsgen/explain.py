@@ -216,6 +216,10 @@ def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport
     spec = f" --spec {shipped}" if report.spec else ""
     if status == "stub-unregistered":
         step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
+    elif status == "missing" and any(r.status == "mps-kernel" for r in report.rows):
+        # some rows run MPSGraph code: migrating them registers the stub, and the rows with no
+        # MPS kernel that run the same stub join in the same change
+        step = f"mpsgen migrate-from-mpsgraph {op} {'' if report.spec else kind} --dry-run".replace("  ", " ")
     elif status == "missing":
         step = f"mpsgen new-op {op} {spec.strip() or kind} --dry-run".replace("  ", " ")
     elif status == "mps-kernel":

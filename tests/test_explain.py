@@ -42,6 +42,17 @@ def test_explain_heaviside_shows_missing_and_what_holds_it_back(real_tree: Path,
     assert doc["next_step"].startswith("mpsgen new-op heaviside --spec ") and doc["next_step"].endswith("specs/heaviside.yaml --dry-run")
 
 
+def test_explain_an_op_missing_on_one_row_and_on_mpsgraph_on_others_says_migrate(real_tree: Path, run):
+    """logit: logit_ has no MPS kernel, logit and logit.out run MPSGraph code. new-op would
+    refuse (the op has an MPS kernel); the migration registers the stub and gives logit_ MPS."""
+    res = run("explain", "logit", "--format", "json", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "missing"
+    assert {r["row"]: r["status"] for r in doc["rows"]} == {"logit": "mps-kernel", "logit_": "missing", "logit.out": "mps-kernel"}
+    assert doc["next_step"] == "mpsgen migrate-from-mpsgraph logit --dry-run"
+
+
 def test_explain_a_metal_op_lists_its_kernel_and_dtypes(real_tree: Path, run):
     res = run("explain", "hypot", "--root", real_tree)
     assert res.exit_code == 0
