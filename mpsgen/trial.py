@@ -131,6 +131,10 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
             m_in, f"({CXX_TYPE.get(m_in, m_in)})"
         )
         args = ", ".join(f"{load}(in{k}[j])" for k in range(spec.arity))
+        if "opmath" in spec.dtypes and m_in in ("half", "bfloat"):
+            # REGISTER_OPMATH_*: the kernel converts the inputs to opmath_t (float) before
+            # calling the functor, and the result back to the output type
+            args = ", ".join(f"static_cast<float>({load}(in{k}[j]))" for k in range(spec.arity))
         if spec.has_alpha:  # the Scalar, from the command line, in the type the host passes it as
             alpha_t = alpha_metal_type(spec, m_in)
             if alpha_t in ("float2", "half2"):  # a complex Scalar (alpha, 0), not a splat
@@ -282,8 +286,8 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         import torch
     except ImportError:
         raise BadInput("mpsgen try compares with PyTorch's CPU op: install torch (pip install torch).") from None
-    if spec.kind not in ("unary", "binary", "unary_alpha", "binary_alpha"):
-        raise Refused(f"mpsgen try covers unary, binary, unary_alpha and binary_alpha ops; {spec.name} is {spec.kind}.")
+    if spec.kind not in ("unary", "binary", "unary_alpha", "binary_alpha", "ternary"):
+        raise Refused(f"mpsgen try covers unary, binary, unary_alpha, binary_alpha and ternary ops; {spec.name} is {spec.kind}.")
     if spec.functor.is_scaffold:
         raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
     pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
@@ -305,6 +309,15 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             a = base.repeat_interleave(len(base))
             b = base.repeat(len(base))
             inputs = [a, b]
+        elif spec.arity == 3:  # every triple of the edge values, then random triples
+            n_edges = len(base) - samples if len(base) > samples else len(base)
+            edges, rand = base[:n_edges], base[n_edges:]
+            e = len(edges)
+            inputs = [
+                torch.cat([edges.repeat_interleave(e * e), rand]),
+                torch.cat([edges.repeat_interleave(e).repeat(e), rand.roll(len(rand) // 3)]),
+                torch.cat([edges.repeat(e * e), rand.roll(2 * len(rand) // 3)]),
+            ]
         else:
             inputs = [base]
         res = DtypeResult(m_in, m_out)

@@ -89,9 +89,9 @@ def test_bare_migration_of_an_alpha_op_takes_everything_from_the_shipped_spec(re
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "specs").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("path", [p for p in EXAMPLES if load_spec(p).kind != "ternary"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_worked_examples_match_the_cpu_op_too(path: Path):
-    """examples/specs teach the kinds; what they teach must be right (try has no ternary)."""
+    """examples/specs teach the kinds; what they teach must be right."""
     result = run_trial(load_spec(path), samples=16)
     assert [r for r in result.results if not r.skipped] and all(r.ok for r in result.results), [
         (r.metal_in, r.examples[:1]) for r in result.results if not r.ok

@@ -129,3 +129,24 @@ def test_alphas_must_be_numbers_of_an_alpha_kind(run, tmp_path: Path):
     assert res.exit_code == 2 and "sub.yaml:4:13: 'two' is not a number" in res.output, res.output
     res = run("try", spec(tmp_path, "alphas: [1]\nexpr: \"a + b\"\n", dtypes="[float]"))
     assert res.exit_code == 2 and "'alphas' is for the unary_alpha and binary_alpha kinds" in res.output, res.output
+
+
+def test_ternary_ops_get_every_triple_of_edge_values(run, tmp_path: Path):
+    """lerp written as `a + c * (b - a)` (the textbook form) differs from the CPU kernel on
+    infinities and large values; try runs every triple of edge values and says so."""
+    res = run("try", spec(tmp_path, 'expr: "a + c * (b - a)"\n', name="lerp", kind="ternary", dtypes="[float, opmath]"), "--dtypes", "float32")
+    assert res.exit_code == 1, res.output
+    assert " 6923 " in res.stdout and "mismatch(es)" in res.stdout  # 19 edge values cubed, 64 random triples
+
+
+def test_opmath_registrations_call_the_functor_in_float(run, tmp_path: Path):
+    """REGISTER_OPMATH_*: half inputs reach the functor as float. A functor that tells the
+    two apart (returns 1 for a half argument) passes only if try models that conversion."""
+    body = (
+        "functor: |\n  template <typename T>\n  inline T operator()(const T a, const T b) {\n"
+        "    return is_same_v<T, half> ? T(1) : static_cast<T>(::metal::fma(a, b, T(0)));\n  }\n"
+    )
+    with_opmath = run("try", spec(tmp_path, body, name="mul", dtypes="[float, opmath]"), "--dtypes", "float16")
+    assert with_opmath.exit_code == 0, with_opmath.output
+    without = run("try", spec(tmp_path, body, name="mul", dtypes="[float]"), "--dtypes", "float16")
+    assert without.exit_code == 1, without.output
