@@ -317,7 +317,7 @@ def _companion_rows(tree: PytorchTree, spec: OpSpec, of_op: list[NativeFunction]
         return []
     from mpsgen.tree.resolver import StubResolver, host_kernel
 
-    resolver = StubResolver.for_tree(tree)
+    resolver = StubResolver.of(tree)
     stubs = {resolver.resolve(r.entry).stub for r in movable if host_kernel(r.entry)}
     if len(stubs) != 1 or None in stubs:
         return []

@@ -343,7 +343,7 @@ def plan_new_op(
         already_mps = []
         served = rows or []
     check_shapes(spec, served)
-    resolver = StubResolver.for_tree(tree)
+    resolver = StubResolver.of(tree)
     stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
     changeset.notes.extend(stub_notes)
     changeset.blockers.extend(stub_blockers)

@@ -37,7 +37,8 @@ class PytorchTree:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self._cache: dict[str, SourceFile] = {}
-        self.memo: dict[str, tuple] = {}  # what was derived from a file as read: (SourceFile, result)
+        # what was derived from the tree as read: (SourceFile, result) per file, (None, resolver) for the stub resolver
+        self.memo: dict[str, tuple] = {}
 
     # -- locating -------------------------------------------------------------------------
     @classmethod

@@ -229,6 +229,9 @@ def _macro_definitions(text: str) -> Iterable[tuple[str, int, str, str]]:
                 yield impl.group(1), inst.start(), expanded[open_brace : end + 1 if end >= 0 else len(expanded)], name
 
 
+_RESOLVER_KEY = "StubResolver"  # in PytorchTree.memo
+
+
 class StubResolver:
     """Resolve rows to stubs over one tree (stubs and .cpp definitions read once)."""
 
@@ -240,6 +243,16 @@ class StubResolver:
     @classmethod
     def for_tree(cls, tree: PytorchTree, stubs: dict[str, tuple[str, int]] | None = None) -> StubResolver:
         return cls(declared_stubs(tree) if stubs is None else stubs, native_cpp_files(tree.root))
+
+    @classmethod
+    def of(cls, tree: PytorchTree) -> StubResolver:
+        """The tree's resolver, built once per :class:`PytorchTree` (one plan reads the
+        headers and .cpp sources once, however many of its steps resolve rows; no mpsgen
+        command edits those files, so what it read stays true for the tree's lifetime)."""
+        got = tree.memo.get(_RESOLVER_KEY)
+        if got is None:
+            got = tree.memo[_RESOLVER_KEY] = (None, cls.for_tree(tree))
+        return got[1]
 
     def resolve(self, entry: NativeFunction, kernel: str | None = None) -> StubResolution:
         kernel = (kernel or host_kernel(entry) or "").rpartition("::")[2] or None
