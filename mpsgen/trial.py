@@ -228,32 +228,30 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
     return BadInput(f"{place}: the functor does not compile with mpsgen's shim: {detail}.")
 
 
-def _samples(torch, dtype, n: int):
+def _edges_and_random(torch, dtype, n: int):
+    """The dtype's edge values and ``n`` seeded random ones, as two tensors of ``dtype``."""
     gen = torch.Generator().manual_seed(20261124)
     if dtype.is_complex:
         # every pairing of the real edge values as (real, imaginary) parts (the special values
         # of complex functions are a table over both parts), then random values
         real = torch.float32 if dtype == torch.complex64 else torch.float16
-        parts = _samples(torch, real, n)
-        k = len(parts)
-        edges = parts[: k - n]
-        re = torch.cat([edges.repeat_interleave(len(edges)), parts[k - n :]])
-        im = torch.cat([edges.repeat(len(edges)), parts.roll(k // 3)[k - n :]])
+        edges, rand = _edges_and_random(torch, real, n)
         with warnings.catch_warnings():  # "ComplexHalf support is experimental"
             warnings.simplefilter("ignore", UserWarning)
-            return torch.complex(re.float(), im.float()).to(dtype)
+            pairs = torch.complex(edges.repeat_interleave(len(edges)).float(), edges.repeat(len(edges)).float())
+            return pairs.to(dtype), torch.complex(rand.float(), rand.roll(n // 3).float()).to(dtype)
     if dtype == torch.bool:
-        return torch.tensor([False, True])
+        return torch.tensor([False, True]), torch.tensor([], dtype=torch.bool)
     if dtype.is_floating_point:
         info = torch.finfo(dtype)
         edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), info.tiny / 4, -info.tiny / 4, info.tiny,
                  1.0, -1.0, 0.5, -0.5, 2.0, 3.0, 10.0, -10.0, info.max, -info.max, info.eps]
         rand = (torch.rand(n, generator=gen, dtype=torch.float64) - 0.5) * 20
-        return torch.cat([torch.tensor(edges, dtype=torch.float64), rand]).to(dtype)
+        return torch.tensor(edges, dtype=torch.float64).to(dtype), rand.to(dtype)
     info = torch.iinfo(dtype)
     edges = [0, 1, 2, 7, info.max, info.min, info.max - 1] + ([-1, -2, -7, info.min + 1] if info.min < 0 else [])
     rand = torch.randint(max(info.min, -1000), min(info.max, 1000) + 1, (n,), generator=gen)
-    return torch.cat([torch.tensor(edges, dtype=torch.int64), rand]).to(dtype)
+    return torch.tensor(edges, dtype=torch.int64).to(dtype), rand.to(dtype)
 
 
 def _raw(torch, t):
@@ -304,14 +302,13 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
     for index, (m_in, m_out) in enumerate(pairs):
         t_in, t_out = getattr(torch, TORCH_NAMES[m_in]), getattr(torch, TORCH_NAMES[m_out])
-        base = _samples(torch, t_in, samples)
+        edges, rand = _edges_and_random(torch, t_in, samples)
+        base = torch.cat([edges, rand])
         if spec.arity == 2:
             a = base.repeat_interleave(len(base))
             b = base.repeat(len(base))
             inputs = [a, b]
         elif spec.arity == 3:  # every triple of the edge values, then random triples
-            n_edges = len(base) - samples if len(base) > samples else len(base)
-            edges, rand = base[:n_edges], base[n_edges:]
             e = len(edges)
             inputs = [
                 torch.cat([edges.repeat_interleave(e * e), rand]),
