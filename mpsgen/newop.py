@@ -436,7 +436,7 @@ def plan_new_op(
         complex_keys = targets.found if "complex" in spec.dtypes else set()
         kept_entries: list[tuple[int, str]] = []
         new_common = common_mps_edit.remove_op_entries(
-            common.text, keys, covered_torch_dtypes(spec), complex_keys, kept_entries
+            common.text, keys, covered_torch_dtypes(spec), complex_keys, kept_entries, tested_dtypes=targets.dtypes
         )
         changeset.kept.extend(f"{COMMON_MPS}:{line}: {why}" for line, why in kept_entries)
         if new_common != common.text:

@@ -115,7 +115,8 @@ def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run)
     """A result that would not build (scaffold functor) or link (undeclared stub) exits 1 and
     writes nothing; --force writes it and still prints the problems."""
     before = snapshot(real_tree)
-    args = ("new-op", "special_airy_ai", "--unary", "--int2float", "--stub", "no_such_stub", "--root", real_tree)
+    # an op with no shipped spec (its functor would be a scaffold)
+    args = ("new-op", "special_legendre_polynomial_p", "--binary", "--stub", "no_such_stub", "--root", real_tree)
     result = run(*args)
     assert result.exit_code == 1, result.output
     assert "scaffold" in result.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in result.stderr
@@ -124,8 +125,8 @@ def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run)
     forced = run(*args, "--force")
     assert forced.exit_code == 0, forced.output
     assert "scaffold" in forced.stderr and "no DECLARE_DISPATCH(..., no_such_stub)" in forced.stderr
-    metal = read(real_tree, UN_METAL)
-    assert "struct special_airy_ai_functor" in metal and "static_assert(" in metal
+    metal = read(real_tree, BIN_METAL)
+    assert "struct special_legendre_polynomial_p_functor" in metal and "static_assert(" in metal
 
 
 def test_declared_stub_gives_no_problem(real_tree: Path, run):

@@ -18,6 +18,15 @@ from mpsgen.tree.xfails import XfailEntry, canonical_dtype
 
 __all__ = ["XfailEntry", "canonical_dtype", "remove_op_entries", "xfail_entries"]
 
+BLACK_LINE_LENGTH = 88  # common_mps.py is black-formatted
+
+# the dtypes MPS can run, in the order a cut-down entry lists them (float64 and complex128:
+# MPS has none, so an OpInfo's claim of them is never a test of the new kernel)
+_DTYPE_ORDER = (
+    "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16",
+    "torch.int8", "torch.uint8", "torch.bool", "torch.complex64", "torch.complex32",
+)
+
 
 @dataclass
 class _Element:
@@ -107,10 +116,14 @@ def remove_op_entries(
     covered_dtypes: set[str],
     complex_keys: set[str] = frozenset(),
     kept: list[tuple[int, str]] | None = None,
+    tested_dtypes: set[str] = frozenset(),
 ) -> str:
     """Drop entries for ``keys``; an entry naming dtypes outside ``covered_dtypes`` is cut down.
-    ``complex_keys`` (OpInfo names of an op whose kernel now takes complex inputs) join the
-    set of complex-supporting ops, after its last element, where they are not there yet."""
+    A whole-op entry (``None``) becomes the list of ``tested_dtypes`` (the dtypes the op's
+    OpInfos test on MPS) the kernel does not cover, when there are any: those tests still
+    fail. ``complex_keys`` (OpInfo names of an op whose kernel now takes complex inputs) join
+    the set of complex-supporting ops, after its last element, where they are not there yet."""
+    uncovered = [d for d in _DTYPE_ORDER if d in tested_dtypes and d not in covered_dtypes]
     if not complex_keys and not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
         return text  # fast path: nothing to look for
     finder, wrapper = _scan(text)
@@ -140,6 +153,18 @@ def remove_op_entries(
                     why = reason.strip().lstrip("# ")[:90] or "no reason given"
                     kept.append((rng.start.line, f"{el.dict_name}[{el.key!r}] kept ({why}); check whether it still fails"))
                 continue
+        if el.dtype_nodes is None and uncovered:
+            rng_value = positions[node.value]
+            listed = "[" + ", ".join(uncovered) + "]"
+            line = lines[rng_value.start.line - 1]
+            replacement = listed
+            if len(line) - len("None") + len(listed) > BLACK_LINE_LENGTH:  # exploded, as black lays it out
+                indent = " " * (len(line) - len(line.lstrip(" ")))
+                replacement = "[\n" + "".join(f"{indent}    {d},\n" for d in uncovered) + f"{indent}]"
+            cuts.append((off(rng_value.start), off(rng_value.end), replacement))
+            if kept is not None:
+                kept.append((rng.start.line, f"{el.dict_name}[{el.key!r}] cut down to {listed}: the kernel does not take those dtypes its OpInfo tests on MPS"))
+            continue
         keep = None
         if el.dtype_nodes is not None:
             keep = [n for n in el.dtype_nodes if canonical_dtype(module.code_for_node(n)) not in covered_dtypes]

@@ -37,6 +37,28 @@ def test_none_entry_removed_comment_below_kept(real):
     ast.parse(out)
 
 
+def test_whole_op_entry_becomes_the_tested_dtypes_the_kernel_does_not_take(real):
+    """A float-only kernel for an op whose OpInfo tests integers on MPS: the integer tests
+    still fail, so `"special.airy_ai": None` becomes the list of those dtypes (black's
+    exploded layout, the line being too long), not a deleted entry."""
+    tested = FLOATS | {"torch.float64", "torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8", "torch.bool"}
+    kept: list[tuple[int, str]] = []
+    out = remove_op_entries(real, {"special.airy_ai"}, FLOATS, kept=kept, tested_dtypes=tested)
+    assert (
+        '            "special.airy_ai": [\n                torch.int64,\n                torch.int32,\n                torch.int16,\n'
+        '                torch.int8,\n                torch.uint8,\n                torch.bool,\n            ],\n' in out
+    )
+    assert "float64" not in "".join(diff(real, out))  # MPS has no float64 kernel to test
+    assert kept and "cut down to [torch.int64" in kept[0][1]
+    ast.parse(out)
+    # a kernel covering every tested dtype removes the entry, as before
+    covered = FLOATS | {"torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8", "torch.bool"}
+    assert diff(real, remove_op_entries(real, {"special.airy_ai"}, covered, tested_dtypes=tested)) == ['-            "special.airy_ai": None,']
+    # a short list stays on the key's line
+    short = remove_op_entries(real, {"special.airy_ai"}, covered - {"torch.bool"}, tested_dtypes=tested)
+    assert '            "special.airy_ai": [torch.bool],' in short
+
+
 def test_dtype_entry_cut_down_to_uncovered_dtypes(real):
     out = remove_op_entries(real, {"argsort"}, FLOATS)
     tree = ast.parse(out)
