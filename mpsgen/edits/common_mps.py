@@ -130,6 +130,12 @@ def remove_op_entries(
     module = wrapper.module
     positions = wrapper.resolve(PositionProvider)
     lines = text.split("\n")
+    if finder.complex_set is not None and not complex_keys:
+        # an op outside the complex-supporting set has its complex tests xfailed by that rule
+        # already: a cut-down entry need not list them again
+        supported = {e.value.evaluated_value for e in finder.complex_set[1].elements if isinstance(e.value, cst.SimpleString)}
+        if not keys & supported:
+            uncovered = [d for d in uncovered if d not in ("torch.complex64", "torch.complex32")]
     # offsets of line starts, to turn (line, col) into offsets
     starts = [0]
     for ln in lines[:-1]:

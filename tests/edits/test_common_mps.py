@@ -128,3 +128,11 @@ def test_only_missing_kernel_entries_go_and_the_rest_are_reported():
     assert [line for line, _ in kept] == [7, 12]
     assert "ON_MPS_XFAILLIST['foo'] kept (crashes the test harness" in kept[0][1]
     assert "SKIPLIST['foo'] kept (flaky: compares NaN payloads)" in kept[1][1]
+
+
+def test_cut_down_entry_leaves_complex_to_the_complex_rule(real):
+    """An op outside the complex-supporting set has its complex tests xfailed by that rule;
+    its cut-down entry lists the real dtypes the kernel does not take, not complex64 again."""
+    tested = FLOATS | {"torch.int64", "torch.complex64"}
+    out = remove_op_entries(real, {"special.airy_ai"}, FLOATS, tested_dtypes=tested)
+    assert '            "special.airy_ai": [torch.int64],' in out
