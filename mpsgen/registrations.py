@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from mpsgen.errors import Refused
 from mpsgen.tree.clike import parse_calls
+from mpsgen.tree.dtypes import TORCH_DTYPES
 from mpsgen.tree.metal import MacroDef, MetalSource
 
 if TYPE_CHECKING:
@@ -26,21 +27,6 @@ FLOATS = ("float", "half", "bfloat")
 INTS = ("long", "int", "short", "uchar", "char")
 COMPLEX = ("float2", "half2")
 VEC2 = frozenset(COMPLEX)
-
-# torch dtypes that each Metal type stands for (used to cut xfail entries down)
-TORCH_DTYPES = {
-    "float": "torch.float32",
-    "half": "torch.float16",
-    "bfloat": "torch.bfloat16",
-    "long": "torch.int64",
-    "int": "torch.int32",
-    "short": "torch.int16",
-    "uchar": "torch.uint8",
-    "char": "torch.int8",
-    "bool": "torch.bool",
-    "float2": "torch.complex64",
-    "half2": "torch.complex32",
-}
 
 BULK_MIN_OPS = 4  # a dtype-parameterised macro listing fewer ops is a topical group, not the bulk list
 

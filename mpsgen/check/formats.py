@@ -3,7 +3,6 @@ Every function returns strings; the CLI prints them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mpsgen.check.model import ERROR, Finding
@@ -46,6 +45,8 @@ def finding_dict(f: Finding) -> dict:
 
 
 def json_document(findings: list[Finding], root: Path, notes: tuple[str, ...] = ()) -> str:
+    import json  # only the JSON outputs pay for it (check starts per commit)
+
     errors = sum(f.severity == ERROR for f in findings)
     return json.dumps(
         {
@@ -62,6 +63,8 @@ def lintrunner_lines(findings: list[Finding], root: Path, fixes: dict[str, tuple
     """One LintMessage (lintrunner's JSON Lines protocol) per finding, paths absolute. ``fixes``
     (path -> whole file before, after) ride on the first finding of their file, as
     ``original``/``replacement``: `lintrunner -a` applies them."""
+    import json  # only the JSON outputs pay for it (check starts per commit)
+
     out = []
     fixes = dict(fixes or {})
     for f in findings:

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
-from mpsgen.registrations import TORCH_DTYPES
 from mpsgen.tree.clike import (
     _IDENT_START,
     _NOT_IDENT_START,
@@ -37,6 +36,7 @@ from mpsgen.tree.clike import (
     substitute,
 )
 from mpsgen.tree.clike import MacroDef
+from mpsgen.tree.dtypes import TORCH_DTYPES
 from mpsgen.tree.functors import FunctorStruct, scan_functors
 
 _INCLUDE = re.compile(r'#[ \t]*include[ \t]*[<"]([^>"]+)[>"]')
