@@ -270,6 +270,22 @@ class OpInfoTargets:
     dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
 
 
+_DTYPE_ORDER = (
+    "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16",
+    "torch.int8", "torch.uint8", "torch.bool", "torch.complex64", "torch.complex32",
+)
+
+
+def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
+    """Dtypes the kernel registers that the op's OpInfos do not test on MPS (none when the
+    OpInfo's dtypes could not be read). complex32 is left out: the complex group registers it
+    beside complex64, as upstream's complex kernels do, and OpInfos seldom list it."""
+    if not targets.dtypes:
+        return []
+    covered = covered_torch_dtypes(spec)
+    return [d for d in _DTYPE_ORDER if d in covered and d not in targets.dtypes and d != "torch.complex32"]
+
+
 def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTargets:
     """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
     guesses = {op}
@@ -427,6 +443,14 @@ def plan_new_op(
 
     targets = opinfo_keys(tree, spec.name, table)
     keys = targets.keys
+    untested = untested_dtypes(spec, targets)
+    if untested:
+        names = ", ".join(sorted(targets.found)) or spec.name
+        changeset.warnings.append(
+            f"the kernel registers {', '.join(untested)}, which the OpInfo of {names} does not test on MPS "
+            f"(its dtypesIfMPS, else dtypes): nothing checks those kernels. If torch's CPU op can serve as their "
+            f"reference, add `dtypesIfMPS=` listing them to the OpInfo, as upstream does for special.i0e."
+        )
     common = tree.read_optional(COMMON_MPS)
     if common is not None and (problem := python_syntax_problem(common)) is not None:
         raise problem

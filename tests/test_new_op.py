@@ -384,3 +384,13 @@ def test_next_steps_name_the_build_and_the_tests_the_change_turns_green(real_tre
     assert "python test/test_mps.py -v -k test_output_match_heaviside" in err
     # the OpInfo decorators the change removed: each its test command
     assert 'python -m pytest test/test_ops.py -v -k "TestCommon and test_out and heaviside and mps"' in err
+
+
+def test_dtypes_the_opinfo_does_not_test_are_named(real_tree: Path, run):
+    """special_ndtri's kernel registers half and bfloat (float group), which its OpInfo
+    (dtypes=all_types_and(torch.bool), no dtypesIfMPS) does not test on MPS: said, not hidden."""
+    res = run("new-op", "special_ndtri", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "registers torch.float16, torch.bfloat16, which the OpInfo of special.ndtri does not test on MPS" in res.stderr
+    heaviside = run("new-op", "heaviside", "--dry-run", "--root", real_tree)
+    assert "does not test on MPS" not in heaviside.stderr  # its OpInfo tests every dtype it gets
