@@ -18,6 +18,7 @@ from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, plan_r
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
@@ -270,12 +271,6 @@ class OpInfoTargets:
     dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
 
 
-_DTYPE_ORDER = (
-    "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16",
-    "torch.int8", "torch.uint8", "torch.bool", "torch.complex64", "torch.complex32",
-)
-
-
 def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
     """Dtypes the kernel registers that the op's OpInfos do not test on MPS (none when the
     OpInfo's dtypes could not be read). complex32 is left out: the complex group registers it
@@ -283,7 +278,7 @@ def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
     if not targets.dtypes:
         return []
     covered = covered_torch_dtypes(spec)
-    return [d for d in _DTYPE_ORDER if d in covered and d not in targets.dtypes and d != "torch.complex32"]
+    return [d for d in MPS_DTYPE_ORDER if d in covered and d not in targets.dtypes and d != "torch.complex32"]
 
 
 def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTargets:

@@ -13,19 +13,13 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.reasons import comment_above, is_unimplemented_reason
 from mpsgen.tree.xfails import XfailEntry, canonical_dtype
 
 __all__ = ["XfailEntry", "canonical_dtype", "remove_op_entries", "xfail_entries"]
 
 BLACK_LINE_LENGTH = 88  # common_mps.py is black-formatted
-
-# the dtypes MPS can run, in the order a cut-down entry lists them (float64 and complex128:
-# MPS has none, so an OpInfo's claim of them is never a test of the new kernel)
-_DTYPE_ORDER = (
-    "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16",
-    "torch.int8", "torch.uint8", "torch.bool", "torch.complex64", "torch.complex32",
-)
 
 
 @dataclass
@@ -123,7 +117,8 @@ def remove_op_entries(
     OpInfos test on MPS) the kernel does not cover, when there are any: those tests still
     fail. ``complex_keys`` (OpInfo names of an op whose kernel now takes complex inputs) join
     the set of complex-supporting ops, after its last element, where they are not there yet."""
-    uncovered = [d for d in _DTYPE_ORDER if d in tested_dtypes and d not in covered_dtypes]
+    # (an OpInfo claim of float64 or complex128 is never a test of an MPS kernel)
+    uncovered = [d for d in MPS_DTYPE_ORDER if d in tested_dtypes and d not in covered_dtypes]
     if not complex_keys and not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
         return text  # fast path: nothing to look for
     finder, wrapper = _scan(text)

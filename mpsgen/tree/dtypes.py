@@ -16,3 +16,9 @@ TORCH_DTYPES = {
     "float2": "torch.complex64",
     "half2": "torch.complex32",
 }
+
+# the dtypes MPS can run, in the order mpsgen lists them (float64 and complex128: MPS has none)
+MPS_DTYPE_ORDER = (
+    "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16",
+    "torch.int8", "torch.uint8", "torch.bool", "torch.complex64", "torch.complex32",
+)
