@@ -214,17 +214,15 @@ def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport
     shipped = resource_dir("specs") / f"{op}.yaml"
     # the shipped spec by its full path: the command works verbatim from the checkout
     spec = f" --spec {shipped}" if report.spec else ""
+    # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
+    # kernel that run the same stub join in the same change (a shipped spec is taken by default)
+    on_mpsgraph = any(r.status == "mps-kernel" for r in report.rows)
     if status == "stub-unregistered":
         step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
-    elif status == "missing" and any(r.status == "mps-kernel" for r in report.rows):
-        # some rows run MPSGraph code: migrating them registers the stub, and the rows with no
-        # MPS kernel that run the same stub join in the same change
+    elif status in ("missing", "mps-kernel") and on_mpsgraph:
         step = f"mpsgen migrate-from-mpsgraph {op} {'' if report.spec else kind} --dry-run".replace("  ", " ")
     elif status == "missing":
         step = f"mpsgen new-op {op} {spec.strip() or kind} --dry-run".replace("  ", " ")
-    elif status == "mps-kernel":
-        # a shipped spec is taken by default
-        step = f"mpsgen migrate-from-mpsgraph {op} {'' if report.spec else kind} --dry-run".replace("  ", " ")
     elif status == "metal":
         step = f"nothing to add: {op} runs on Metal; test it with `python test/test_mps.py -k {op}`"
         if report.xfails:

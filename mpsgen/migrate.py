@@ -22,6 +22,7 @@ from mpsgen.resources import resource_dir
 from mpsgen.spec import OpSpec
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.mm import MPSGraphImpl, scan_mm
+from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
@@ -315,8 +316,6 @@ def _companion_rows(tree: PytorchTree, spec: OpSpec, of_op: list[NativeFunction]
     candidates = [e for e in of_op if e.shared_entry is not None and not e.mps_entries and shape_problem(e.func, spec.kind) is None]
     if not candidates:
         return []
-    from mpsgen.tree.resolver import StubResolver, host_kernel
-
     resolver = StubResolver.of(tree)
     stubs = {resolver.resolve(r.entry).stub for r in movable if host_kernel(r.entry)}
     if len(stubs) != 1 or None in stubs:

@@ -128,8 +128,7 @@ def remove_op_entries(
     if finder.complex_set is not None and not complex_keys:
         # an op outside the complex-supporting set has its complex tests xfailed by that rule
         # already: a cut-down entry need not list them again
-        supported = {e.value.evaluated_value for e in finder.complex_set[1].elements if isinstance(e.value, cst.SimpleString)}
-        if not keys & supported:
+        if not keys & _members(finder.complex_set[1]):
             uncovered = [d for d in uncovered if d not in ("torch.complex64", "torch.complex32")]
     # offsets of line starts, to turn (line, col) into offsets
     starts = [0]
@@ -193,7 +192,7 @@ def remove_op_entries(
             cuts.append((s, e + tail, ""))
     if complex_keys and finder.complex_set is not None:
         _name, node = finder.complex_set
-        present = {e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)}
+        present = _members(node)
         missing = sorted(complex_keys - present)
         if missing and node.elements:
             last = positions[node.elements[-1]]
@@ -227,6 +226,11 @@ def _with_comment_above(lines: list[str], starts: list[int], first: int, last: i
     # the block heads only this entry when no entry of its group follows
     heads_only_this = below == "" or below.startswith("}") or below.startswith("#")
     return starts[top] if heads_only_this else s
+
+
+def _members(node: cst.Set) -> set[str]:
+    """The string elements of a set literal (the op names of the complex-supporting set)."""
+    return {e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)}
 
 
 def _cut_down(text, value: cst.BaseExpression, keep, positions, off) -> tuple[int, int, str]:

@@ -124,7 +124,7 @@ def scan_mm(text: str) -> MMSource:
         line = d.line - 1
         has_semicolon = True
         if d.via is None:
-            at = starts[line] + masked[starts[line] :].find("REGISTER_DISPATCH")
+            at = masked.find("REGISTER_DISPATCH", starts[line])
             close = match_close(masked, masked.find("(", at))
             has_semicolon = close > 0 and masked[close + 1 : close + 3].lstrip().startswith(";")
         dispatches.append(DispatchRegistration(d.stub, d.function, line, has_semicolon, via_macro=d.via))
@@ -137,11 +137,10 @@ def scan_mm(text: str) -> MMSource:
         if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
             # an instance of a macro that writes the TORCH_IMPL_FUNC block or the function
             impls.append(MPSGraphImpl(d.name, "macro_instance", line, ends.get(line, line), macro=d.macro))
-        elif d.form in ("impl_func", "function") and (d.form == "impl_func" or d.name.endswith("_mps")):
+        elif d.form == "impl_func" or (d.form == "function" and d.name.endswith("_mps")):
             brace = masked.find("{", starts[line])
             close = match_close(masked, brace) if brace >= 0 else -1
-            form = "impl_func" if d.form == "impl_func" else "function"
-            impls.append(MPSGraphImpl(d.name, form, line, line_of(starts, close) if close > 0 else line))
+            impls.append(MPSGraphImpl(d.name, d.form, line, line_of(starts, close) if close > 0 else line))
 
     namespace_end = None
     for m in _NAMESPACE.finditer(masked):
