@@ -68,3 +68,13 @@ def compiled_install(dest: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(dest) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
+
+
+def clean_venv(dest: Path) -> str:
+    """A fresh virtual environment (no pip, no site-packages of this installation) and its
+    python: an interpreter whose start-up runs no other package's hooks. mpsgen's check needs
+    only the standard library; run it there with :func:`compiled_install`'s environment."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False, clear=True).create(dest)
+    return str(dest / "bin" / "python")

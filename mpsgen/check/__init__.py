@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
@@ -35,8 +35,7 @@ PARTIAL_MIN_MISSING = 20
 PARTIAL_CODES = ("MPS001", "MPS002")
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     root: Path
     findings: list[Finding]
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree

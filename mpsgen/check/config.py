@@ -4,7 +4,7 @@ whose keys are top-level and which takes precedence)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from mpsgen.check.model import RULES
@@ -14,8 +14,7 @@ from mpsgen.tree.source import read_bounded
 CONFIG_KEYS = ("select", "ignore", "baseline", "strict")
 
 
-@dataclass(frozen=True)
-class CheckConfig:
+class CheckConfig(NamedTuple):
     select: tuple[str, ...] = ()  # () selects every rule
     ignore: tuple[str, ...] = ()
     baseline: str | None = None  # relative to the tree root

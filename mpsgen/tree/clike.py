@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Callable, Iterable, NamedTuple
 
@@ -33,8 +32,7 @@ _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8
 
 
-@dataclass(frozen=True)
-class MacroDef:
+class MacroDef(NamedTuple):
     """A ``#define`` with its (backslash-joined) body; lines are 0-based, inclusive."""
 
     name: str

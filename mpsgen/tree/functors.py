@@ -33,8 +33,12 @@ _TRAITS = {
     "is_scalar_integral": frozenset({INT}),
     "is_integral": frozenset({INT}),
 }
-_TRAIT = re.compile(r"(!?)\s*(?:::)?(?:c10::)?(?:metal::)?(is_\w+?)(?:_v\s*<|\s*<[^<>]*>\s*::\s*value)")
-_STRUCT = re.compile(r"^[ \t]*struct[ \t]+(\w+)_functor\b[^;{]*\{", re.M)
+# a trait, searched from its literal "is_" (C speed), and the "!" that may come before it
+_TRAIT = re.compile(r"is_\w+?(?=_v\s*<|\s*<[^<>]*>\s*::\s*value)")
+_NEGATED = re.compile(r"!\s*(?:::)?(?:c10::)?(?:metal::)?\Z")
+# searched from its literal first word (C speed; a pattern opening with "^" under re.M is tried
+# at every offset), the start of its line checked after
+_STRUCT = re.compile(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
 _CALL = re.compile(r"\boperator\s*\(\s*\)\s*\(")
 
 
@@ -85,7 +89,7 @@ def accepted(declaration: str) -> frozenset[str]:
     """The categories an overload's template declaration lets in."""
     if "||" in declaration:
         return ALL
-    found = _TRAIT.findall(declaration)
+    found = [(_NEGATED.search(declaration[max(0, m.start() - 24) : m.start()]), m.group()) for m in _TRAIT.finditer(declaration)]
     if not found:
         return ALL
     out = ALL
@@ -127,9 +131,12 @@ def scan_functors(text: str) -> list[FunctorStruct]:
         end = _struct_end(text, open_at)
         if end < 0:
             break
-        pos = end + 1
         start_of_line = text.rfind("\n", 0, m.start()) + 1
-        if "*/" in text[start_of_line : m.start()] or _in_block_comment(text, m.start()):
+        if text[start_of_line : m.start()].strip(" \t"):
+            pos = m.end()  # not at the start of its line: look on from the match
+            continue
+        pos = end + 1
+        if _in_block_comment(text, m.start()):
             continue
         body_start = open_at + 1
         struct_line = line_of(m.start())

@@ -8,7 +8,6 @@ Lines are 1-based.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from mpsgen.tree.clike import Lines, close_paren, MacroTable, Spans, _inside, define, find_statements, raw_defines, substitute
@@ -57,13 +56,17 @@ class KernelUse(NamedTuple):
     function: str | None  # the enclosing static kernel function, when known
 
 
-@dataclass
 class HostFile:
-    path: str
-    text: str
-    definitions: list[Definition] = field(default_factory=list)
-    dispatches: list[Dispatch] = field(default_factory=list)
-    uses: list[KernelUse] = field(default_factory=list)
+    """A host file's facts (filled in by :func:`scan_host`)."""
+
+    __slots__ = ("definitions", "dispatches", "path", "text", "uses")
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self.definitions: list[Definition] = []
+        self.dispatches: list[Dispatch] = []
+        self.uses: list[KernelUse] = []
 
 
 def _enclosing_kernel_function(text: str, pos: int) -> str | None:

@@ -11,7 +11,6 @@ Lines are 1-based.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
 from mpsgen.tree.clike import (
@@ -87,15 +86,13 @@ class RegStatement(NamedTuple):
     ops: tuple[str, ...]  # the op names it registers, distinct
 
 
-@dataclass
-class HeaderInfo:
+class HeaderInfo(NamedTuple):
     macros: dict[str, MacroDef]
     functors: set[str]
     includes: list[str]
 
 
-@dataclass
-class MetalContext:
+class MetalContext(NamedTuple):
     """What a set of includes provides: macros, base registration macros, functors; and the
     macro table of the files that define no macro of their own."""
 

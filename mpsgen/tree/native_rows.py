@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from mpsgen.tree.native_yaml import FUNC_HEADER
-
 # One search over the file (a newline prepended, so that every match starts with the newline
 # before its line) finds: a "- func:" header; a "  dispatch:" header with the dispatch lines
 # right under it (group 3: most blocks are only that, read at once with _LINES); or a dispatch
@@ -27,7 +25,11 @@ from mpsgen.tree.native_yaml import FUNC_HEADER
 # never cross a line (nor do they here).
 _LINE = r"\n(    ([A-Za-z0-9_, ]+):[^\S\n]*([A-Za-z0-9_:]+)[^\S\n]*(?:#[^\n]*)?)(?=\n|\Z)"
 _LINE_NOGROUP = r"\n    [A-Za-z0-9_, ]+:[^\S\n]*[A-Za-z0-9_:]+[^\S\n]*(?:#[^\n]*)?(?=\n|\Z)"
-_TOKEN = re.compile(r"\n(?:(- func:)|(  dispatch:)[^\n]*((?:" + _LINE_NOGROUP + r")*)|" + _LINE[2:] + ")")
+# A header's name and overload are read by the same search (groups 2 and 3: native_yaml's
+# FUNC_HEADER; a header it cannot read leaves them None).
+_TOKEN = re.compile(
+    r"\n(?:(- func:(?: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\()?)|(  dispatch:)[^\n]*((?:" + _LINE_NOGROUP + r")*)|" + _LINE[2:] + ")"
+)
 _LINES = re.compile(_LINE)
 # a line that ends a dispatch block: neither 4-space indented nor blank
 _BLOCK_BREAK = re.compile(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
@@ -65,7 +67,7 @@ def scan_rows(text: str) -> list[Row]:
     append = rows.append
     padded = "\n" + text  # offset i of padded is offset i - 1 of text
     count, strip = padded.count, str.strip
-    func_match, block_break, lines_of = FUNC_HEADER.match, _BLOCK_BREAK.search, _LINES.findall
+    block_break, lines_of = _BLOCK_BREAK.search, _LINES.findall
     pos, line = 1, 1  # a line-number cursor (matches come in ascending order)
     base = overload = None
     start_line = 0
@@ -80,17 +82,15 @@ def scan_rows(text: str) -> list[Row]:
             if base is not None:
                 append(Row(base, overload, start_line, tuple(dispatch)))
             block_end = -1
-            fm = func_match(padded, pos)
-            if fm:
-                base, overload = fm.groups("")
+            base = m.group(2)  # None: scan_native_functions skips an entry whose header it cannot read
+            if base is not None:
+                overload = m.group(3) or ""
                 start_line, dispatch = line, []
-            else:
-                base = None  # scan_native_functions skips an entry whose header it cannot read
-        elif kind == 3:  # "  dispatch:" and the dispatch lines right under it
+        elif kind == 5:  # "  dispatch:" and the dispatch lines right under it
             if base is not None:  # not before the first entry, nor in a skipped one
                 block_end = end
                 k = line
-                for ln, keys, kernel in lines_of(m.group(3)):
+                for ln, keys, kernel in lines_of(m.group(5)):
                     k += 1
                     dispatch.append(Dispatch(tuple(map(strip, keys.split(","))), kernel, k, ln))
                 line = k
@@ -101,8 +101,8 @@ def scan_rows(text: str) -> list[Row]:
             if block_end != at and block_break(padded, block_end, at):
                 block_end = -1
                 continue
-            keys, kernel = m.group(5, 6)
-            dispatch.append(Dispatch(tuple(map(strip, keys.split(","))), kernel, line, m.group(4)))
+            keys, kernel = m.group(7, 8)
+            dispatch.append(Dispatch(tuple(map(strip, keys.split(","))), kernel, line, m.group(6)))
             block_end = end
     if base is not None:
         append(Row(base, overload, start_line, tuple(dispatch)))

@@ -8,8 +8,7 @@ starts at a ``- func:`` line in column 0 and its dispatch table is the block of
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mpsgen.errors import BadInput, Location
 from mpsgen.tree.source import SourceFile
@@ -21,8 +20,7 @@ FUNC_HEADER = re.compile(r"- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 _DISPATCH_LINE = re.compile(r"    ([A-Za-z0-9_, ]+):\s*([A-Za-z0-9_:]+)\s*(#.*)?$")
 
 
-@dataclass(frozen=True)
-class DispatchEntry:
+class DispatchEntry(NamedTuple):
     """One ``    CPU, CUDA: heaviside_out`` line."""
 
     keys: tuple[str, ...]
@@ -39,8 +37,7 @@ class DispatchEntry:
         return "MPS" in self.keys
 
 
-@dataclass(frozen=True)
-class NativeFunction:
+class NativeFunction(NamedTuple):
     """One entry (row) of native_functions.yaml."""
 
     base: str  # "heaviside"
@@ -70,8 +67,7 @@ class NativeFunction:
         return None
 
 
-@dataclass(frozen=True)
-class NativeFunctions:
+class NativeFunctions(NamedTuple):
     entries: tuple[NativeFunction, ...]
 
     def by_name(self) -> dict[str, NativeFunction]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction
@@ -35,8 +35,7 @@ _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
 _DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _SKIP_DIRS = frozenset({"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"})
-@dataclass(frozen=True)
-class KernelDefinition:
+class KernelDefinition(NamedTuple):
     """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
 
     name: str
@@ -50,8 +49,7 @@ class KernelDefinition:
         return f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True)
-class StubResolution:
+class StubResolution(NamedTuple):
     """The stub a row's CPU/CUDA kernel runs, and how that was decided."""
 
     row: str
@@ -161,13 +159,13 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace", "struct", "class", "else"})
 
 
-@dataclass
 class _CppIndex:
     """Kernel definitions of the tree's native .cpp files: one regex pass per file, at first use."""
 
-    files: list[tuple[str, str]]  # (rel, path)
-    stubs: dict[str, tuple[str, int]]
-    _defs: dict[str, KernelDefinition] | None = None
+    def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
+        self.files = files  # (rel, path)
+        self.stubs = stubs
+        self._defs: dict[str, KernelDefinition] | None = None
 
     def _stubs_called(self, body: str) -> tuple[str, ...]:
         body = _LINE_COMMENT.sub("", body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_mod
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mpsgen.errors import BadInput, Location
 
@@ -19,8 +19,7 @@ from mpsgen.errors import BadInput, Location
 _CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
     """One file of the tree as read: its bytes, its LF text, and its newline style."""
 
     relpath: str

@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mpsgen.tree.source import match_close
 
@@ -29,8 +29,7 @@ def canonical_dtype(expr: str) -> str:
     return "torch." + _ALIASES.get(name, name)
 
 
-@dataclass(frozen=True)
-class XfailEntry:
+class XfailEntry(NamedTuple):
     """One ``"key": None | [dtypes]`` element of an xfail/skip dict."""
 
     dict_name: str
