@@ -22,8 +22,10 @@ KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
 # Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
 DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath", "bool_out")
 
-SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas")
+SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas", "try_domain")
 FILE_KEYS = ("metal", "mm")
+# the operands of each kind, by the names an `expr` uses (and `try_domain` restricts)
+OPERANDS = {"unary": ("x",), "unary_alpha": ("x",), "binary": ("a", "b"), "binary_alpha": ("a", "b"), "ternary": ("a", "b", "c")}
 
 MAX_NAME = 128  # the longest aten name is under 60 characters; file names built from it must fit
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -64,6 +66,9 @@ class OpSpec:
     alpha_type: str | None = None  # metal type of the Scalar parameter for *_alpha kinds
     # the Scalar values `mpsgen try` runs a *_alpha op with (None: its defaults)
     alphas: tuple[float, ...] | None = None
+    # the operand values `mpsgen try` keeps ({operand: (low, high)}, NaN in no range), and why
+    try_domain: dict[str, tuple[float, float]] = field(default_factory=dict)
+    try_domain_why: str = ""
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -290,6 +295,13 @@ def _number(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _bound(text: str | None) -> float | None:
+    """A number or YAML's infinity (``.inf``, ``-.inf``), else None (NaN too)."""
+    if text is not None and text.lower() in (".inf", "+.inf", "-.inf"):
+        return float(text.lower().replace(".", ""))
+    return _number(text)
+
+
 def _scalar(node: yaml.Node) -> str | None:
     import yaml
 
@@ -488,6 +500,39 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
                     got.append(value)
             alphas = tuple(got)
 
+    try_domain: dict[str, tuple[float, float]] = {}
+    try_why = ""
+    if "try_domain" in fields:
+        knode, vnode = fields["try_domain"]
+        operands = OPERANDS.get(kind or "", ())
+        if not isinstance(vnode, yaml.MappingNode):
+            problems.append((_loc(shown, vnode), "'try_domain' must map operands to [low, high] and give 'why' (the reason mpsgen try leaves the other samples out)."))
+        else:
+            for k, v in vnode.value:
+                key = _scalar(k)
+                if key == "why":
+                    try_why = (_scalar(v) or "").strip()
+                    if not try_why:
+                        problems.append((_loc(shown, v), "'try_domain.why' must be a non-empty string (mpsgen try prints it)."))
+                elif kind is not None and key not in operands:
+                    problems.append((_loc(shown, k), f"{key!r} is not an operand of a {kind} op; 'try_domain' takes {', '.join(operands)} and why."))
+                elif key in try_domain:
+                    problems.append((_loc(shown, k), f"duplicate operand {key!r} in 'try_domain'."))
+                else:
+                    bounds = [_bound(_scalar(i)) for i in v.value] if isinstance(v, yaml.SequenceNode) else []
+                    if len(bounds) != 2 or None in bounds:
+                        problems.append((_loc(shown, v), f"try_domain.{key} must be [low, high], two numbers (.inf and -.inf allowed)."))
+                    elif bounds[0] > bounds[1]:
+                        problems.append((_loc(shown, v), f"try_domain.{key}: low {bounds[0]:g} is above high {bounds[1]:g}; no sample would be left."))
+                    else:
+                        try_domain[key] = (bounds[0], bounds[1])
+            if not try_why and not any(_scalar(k) == "why" for k, _v in vnode.value):
+                problems.append((_loc(shown, knode), "'try_domain' needs 'why': the reason mpsgen try leaves samples out (it prints it)."))
+            if not any(_scalar(k) != "why" for k, _v in vnode.value):
+                problems.append((_loc(shown, knode), f"'try_domain' restricts no operand; give a range for {' or '.join(operands) or 'an operand'}."))
+            if "complex" in dtypes:
+                problems.append((_loc(shown, knode), "'try_domain' ranges real values; a spec with complex inputs cannot use it."))
+
     if problems or name is None or kind is None:
         return None, problems
     spec = OpSpec(
@@ -500,6 +545,8 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         files=files,
         alpha_type=alpha_type,
         alphas=alphas,
+        try_domain=try_domain,
+        try_domain_why=try_why,
         source=shown,
     )
     return spec, []

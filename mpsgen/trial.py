@@ -24,7 +24,7 @@ from pathlib import Path
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.registrations import input_dtypes
 from mpsgen.resources import resource_dir
-from mpsgen.spec import OpSpec
+from mpsgen.spec import OPERANDS, OpSpec
 
 TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
 TORCH_NAMES = {
@@ -254,6 +254,14 @@ def _edges_and_random(torch, dtype, n: int):
     return torch.tensor(edges, dtype=torch.int64).to(dtype), rand.to(dtype)
 
 
+def _kept(torch, spec: OpSpec, operand: str, t):
+    """Which values of ``t`` the spec's ``try_domain`` keeps for ``operand`` (NaN is in no range)."""
+    if operand not in spec.try_domain:
+        return torch.ones(len(t), dtype=torch.bool)
+    low, high = spec.try_domain[operand]
+    return (t.double() >= low) & (t.double() <= high)
+
+
 def _raw(torch, t):
     if t.dtype == torch.complex32:
         t = torch.view_as_real(t.to(torch.complex64)).half().view(torch.int16)
@@ -304,10 +312,10 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         t_in, t_out = getattr(torch, TORCH_NAMES[m_in]), getattr(torch, TORCH_NAMES[m_out])
         edges, rand = _edges_and_random(torch, t_in, samples)
         base = torch.cat([edges, rand])
+        names = OPERANDS[spec.kind]
         if spec.arity == 2:
-            a = base.repeat_interleave(len(base))
-            b = base.repeat(len(base))
-            inputs = [a, b]
+            a, b = (base[_kept(torch, spec, name, base)] for name in names)
+            inputs = [a.repeat_interleave(len(b)), b.repeat(len(a))]
         elif spec.arity == 3:  # every triple of the edge values, then random triples
             e = len(edges)
             inputs = [
@@ -315,9 +323,15 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
                 torch.cat([edges.repeat_interleave(e).repeat(e), rand.roll(len(rand) // 3)]),
                 torch.cat([edges.repeat(e * e), rand.roll(2 * len(rand) // 3)]),
             ]
+            kept = _kept(torch, spec, "a", inputs[0]) & _kept(torch, spec, "b", inputs[1]) & _kept(torch, spec, "c", inputs[2])
+            inputs = [x[kept] for x in inputs]
         else:
-            inputs = [base]
+            inputs = [base[_kept(torch, spec, "x", base)]]
         res = DtypeResult(m_in, m_out)
+        if not len(inputs[0]):  # shown as skipped, never as a pass
+            res.skipped = f"no {TORCH_NAMES[m_in]} sample lies in the spec's try_domain"
+            results.append(res)
+            continue
         alphas: list[float | int | None] = [None]
         if spec.has_alpha:
             alphas = default_alphas(spec, t_in.is_floating_point or t_in.is_complex or alpha_metal_type(spec, m_in) in ("float", "half", "bfloat"))
@@ -388,6 +402,11 @@ def table(result: TrialResult) -> str:
     lines = [
         f"mpsgen try {spec.name} ({spec.source or spec.functor.origin}), {Path(result.compiler).name}"
         f"{' (cached build)' if result.cached else ''}, against torch's CPU op",
+    ]
+    if spec.try_domain:
+        ranges = ", ".join(f"{name} in [{low:.15g}, {high:.15g}]" for name, (low, high) in spec.try_domain.items())
+        lines.append(f"  samples restricted by the spec's try_domain to {ranges} (NaN left out): {spec.try_domain_why}")
+    lines += [
         f"  {'input':<8} {'output':<8} {'n':>7} {'max abs err':>12} {'max rel err':>12} {'mismatches':>11}",
     ]
     for r in result.results:

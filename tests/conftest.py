@@ -58,3 +58,22 @@ def run():
         return result
 
     return _run
+
+
+@pytest.fixture
+def without_shipped_spec(tmp_path: Path, monkeypatch):
+    """``hide(op)``: the CLI (run in-process) sees mpsgen's spec library without ``op``'s
+    spec, as for an op the library does not cover yet (what the scaffold paths need)."""
+    import shutil
+
+    import mpsgen.cli
+    from mpsgen.resources import resource_dir
+
+    def hide(*ops: str) -> None:
+        specs = tmp_path / "specs-without"
+        shutil.copytree(resource_dir("specs"), specs, dirs_exist_ok=True)
+        for op in ops:
+            (specs / f"{op}.yaml").unlink(missing_ok=True)
+        monkeypatch.setattr(mpsgen.cli, "resource_dir", lambda name: specs if name == "specs" else resource_dir(name))
+
+    return hide

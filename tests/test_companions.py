@@ -39,8 +39,9 @@ def test_with_test_writes_a_shader_test_pytest_collects_and_skips_here(real_tree
     assert snapshot(real_tree) == before
 
 
-def test_with_test_refuses_a_scaffold_before_writing(real_tree: Path, run, tmp_path: Path, monkeypatch):
+def test_with_test_refuses_a_scaffold_before_writing(real_tree: Path, run, tmp_path: Path, monkeypatch, without_shipped_spec):
     monkeypatch.chdir(tmp_path)
+    without_shipped_spec("special_laguerre_polynomial_l")
     before = snapshot(real_tree)
     res = run("new-op", "special_laguerre_polynomial_l", "--binary", "--with-test", "--force", "--root", real_tree)
     assert res.exit_code == 1 and "scaffold" in res.output

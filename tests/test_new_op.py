@@ -111,11 +111,12 @@ def test_patch_applies_and_reverses_with_git(real_tree: Path, run, tmp_path: Pat
     assert snapshot(real_tree) == before
 
 
-def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run):
+def test_scaffold_and_undeclared_stub_refuse_unless_forced(real_tree: Path, run, without_shipped_spec):
     """A result that would not build (scaffold functor) or link (undeclared stub) exits 1 and
     writes nothing; --force writes it and still prints the problems."""
     before = snapshot(real_tree)
     # an op with no shipped spec (its functor would be a scaffold)
+    without_shipped_spec("special_legendre_polynomial_p")
     args = ("new-op", "special_legendre_polynomial_p", "--binary", "--stub", "no_such_stub", "--root", real_tree)
     result = run(*args)
     assert result.exit_code == 1, result.output
@@ -143,7 +144,7 @@ def test_declared_stub_gives_no_problem(real_tree: Path, run):
     "args, code, needle",
     [
         (["heaviside", "--unary", "--binary"], 2, "mutually exclusive"),
-        (["special_laguerre_polynomial_l"], 2, "--unary or --binary"),  # no shipped spec (a bare heaviside uses its spec)
+        (["threshold"], 2, "--unary or --binary"),  # no shipped spec (two Scalars: see specs/README.md; a bare heaviside uses its spec)
         (["heavi;side", "--binary"], 2, "not a C identifier"),
         (["heavi)side", "--binary"], 2, "not a C identifier"),
         (['heavi"side', "--binary"], 2, "not a C identifier"),

@@ -115,3 +115,19 @@ def test_bool_out_registers_every_input_type_with_a_bool_result():
     complex_pairs = input_dtypes(OpSpec(name="logical_not", kind="unary", dtypes=("complex", "bool_out")))
     assert ("float2", "bool") in complex_pairs and ("half2", "bool") in complex_pairs
     assert not check_dtype_groups("unary", ["complex", "bool_out"])
+
+
+def test_try_domain_is_validated_with_positions():
+    head = "name: x\nkind: binary\ndtypes: [float]\nexpr: a + b\n"
+    spec, found = parse_spec_text(head + "try_domain:\n  b: [-.inf, 100]\n  why: degrees\n", "s.yaml")
+    assert not found and spec.try_domain == {"b": (float("-inf"), 100.0)} and spec.try_domain_why == "degrees"
+    found = problems(head + "try_domain:\n  x: [0, 1]\n  b: [3, 1]\n  a: [0, .nan]\n  c: 5\n")
+    assert "s.yaml:6:3: 'x' is not an operand of a binary op; 'try_domain' takes a, b and why." in found
+    assert "s.yaml:7:6: try_domain.b: low 3 is above high 1; no sample would be left." in found
+    assert "s.yaml:8:6: try_domain.a must be [low, high], two numbers (.inf and -.inf allowed)." in found
+    assert any(p.startswith("s.yaml:9:3: 'c' is not an operand") for p in found)
+    assert any(p.startswith("s.yaml:5:1: 'try_domain' needs 'why'") for p in found)
+    assert problems(head + "try_domain:\n  why: ''\n  b: [0, 1]\n") == ["s.yaml:6:8: 'try_domain.why' must be a non-empty string (mpsgen try prints it)."]
+    assert any("restricts no operand" in p for p in problems(head + "try_domain:\n  why: because\n"))
+    assert any("must map operands" in p for p in problems(head + "try_domain: [0, 1]\n"))
+    assert any("complex inputs" in p for p in problems(head.replace("[float]", "[float, complex]") + "try_domain:\n  a: [0, 1]\n  why: w\n"))

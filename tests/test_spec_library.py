@@ -136,3 +136,32 @@ def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path, library:
     metal.write_text(metal.read_text() + "struct bad_functor {\n  template <typename T>\n  inline T operator()(const T x) {\n    return ::metal::max(x, T(0));\n  }\n};\nREGISTER_UNARY_OP(bad, float, float);\n")
     result = run_check(PytorchTree(real_tree), codes=frozenset({"MPS010"}))
     assert [f.code for f in result.findings] == ["MPS010"]
+
+
+@pytest.mark.parametrize("name", ["special_laguerre_polynomial_l", "special_legendre_polynomial_p"])
+def test_polynomial_degrees_try_leaves_out_give_what_the_spec_says(name: str):
+    """The degrees the two polynomial specs keep out of try (see their headers): NaN and
+    degrees >= 2^63 give NaN, every negative one 0, and a huge degree ends (2^23 steps at
+    most) in the CPU's NaN where the recurrence overflows, else NaN for "not computed"."""
+    import subprocess
+
+    import torch
+
+    from mpsgen.trial import _from_raw, _raw, build, compiler
+
+    spec = load_spec(resource_dir("specs") / f"{name}.yaml")
+    binary, _ = build(spec, [("float", "float")], compiler())
+    nan, inf = float("nan"), float("inf")
+    cases = {  # (x, n): expected
+        (0.5, nan): nan, (0.5, inf): nan, (0.5, 2.0**63): nan, (0.5, 1e30): nan,
+        (0.5, -inf): 0.0, (0.5, -1e30): 0.0, (0.5, -0.5): 1.0, (nan, 0.0): 1.0, (nan, 5.0): nan,
+        (0.5, 1e9): nan, (-3.0, 1e9): nan, (200.0, 1e9): nan,
+    }
+    if name == "special_legendre_polynomial_p":
+        cases.update({(-1.0, 1e9): 1.0, (-1.0, 2.0**62): 1.0, (-1.0, 7.9): -1.0, (1.5, 1e9): nan})
+    else:
+        cases.update({(0.0, 1e9): 1.0, (-0.0, 2.0**62): 1.0, (-1.0, 1e9): nan})
+    x, n = (torch.tensor(v, dtype=torch.float32) for v in zip(*cases))
+    proc = subprocess.run([str(binary), "0", str(len(x))], input=_raw(torch, x) + _raw(torch, n), capture_output=True, timeout=60, check=True)
+    got = _from_raw(torch, proc.stdout, torch.float32)
+    torch.testing.assert_close(got, torch.tensor(list(cases.values())), equal_nan=True, rtol=0, atol=0)

@@ -150,3 +150,22 @@ def test_opmath_registrations_call_the_functor_in_float(run, tmp_path: Path):
     assert with_opmath.exit_code == 0, with_opmath.output
     without = run("try", spec(tmp_path, body, name="mul", dtypes="[float]"), "--dtypes", "float16")
     assert without.exit_code == 1, without.output
+
+
+def test_try_domain_restricts_the_samples_and_says_why(run, tmp_path: Path):
+    """A functor wrong only for b > 5 fails try; with a try_domain keeping b <= 5 it passes,
+    and try prints the restriction and the spec's reason. A dtype none of whose samples
+    lies in the domain is shown as skipped, never as a pass."""
+    wrong = 'expr: "b > T(5) ? T(42) : (a == T(0) ? b : static_cast<T>(a > T(0)))"\n'
+    res = run("try", spec(tmp_path, wrong), "--dtypes", "float32,int64")
+    assert res.exit_code == 1 and "mismatch(es)" in res.stdout, res.output
+    domain = "try_domain:\n  b: [-.inf, 5]\n  why: the CPU op is known to differ above 5\n"
+    res = run("try", spec(tmp_path, domain + wrong), "--dtypes", "float32,int64")
+    assert res.exit_code == 0, res.output
+    assert "samples restricted by the spec's try_domain to b in [-inf, 5] (NaN left out): the CPU op is known to differ above 5" in res.stdout
+    narrow = "try_domain:\n  b: [0.25, 0.75]\n  why: only halves\n"
+    res = run("try", spec(tmp_path, narrow + wrong), "--dtypes", "float32,int64")
+    assert res.exit_code == 0, res.output
+    assert "skipped  (no int64 sample lies in the spec's try_domain)" in res.stdout
+    compared = int(res.stdout.split("\n  float    float")[1].split()[0])
+    assert 0 < compared < 83 * 83  # every a (19 edges, 64 random values), only some b
