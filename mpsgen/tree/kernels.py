@@ -134,6 +134,7 @@ class MetalFile:
         self._needs_memo = needs_memo
         self.ops: dict[str, list[int]] = {}  # op -> indices of the statements registering it
         self._structs: list[FunctorStruct] | None = None
+        self._expanded: dict[int, list[Registration]] = {}
 
     @property
     def functor_structs(self) -> list[FunctorStruct]:
@@ -190,11 +191,15 @@ class MetalFile:
         return got
 
     def expand(self, i: int) -> list[Registration]:
-        """The registrations statement ``i`` makes, with the lines the rules report."""
+        """The registrations statement ``i`` makes, with the lines the rules report (a bulk
+        statement is expanded once, however many of its ops are asked for)."""
         st = self.statements[i]
         if not st.bulk:
             return [Registration(st.macro, st.args[0], st.args[1:], self.path, st.line, st.line)]
-        out = []
+        out = self._expanded.get(i)
+        if out is not None:
+            return out
+        out = self._expanded[i] = []
         for bm, bargs in self.table.base_calls(st.macro, self.base):
             if not bargs:
                 continue
