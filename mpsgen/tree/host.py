@@ -124,13 +124,14 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
     hf = HostFile(path, text)
     defs = hf.definitions
     if "TORCH_IMPL_FUNC" in text:
-        rfind, line = text.rfind, lines.line
+        rfind, line, comments = text.rfind, lines.line, bool(lines.comments)
         for m in _IMPL.finditer(text):
             start = m.start()
-            line_start = rfind("\n", 0, start) + 1
-            if line_start != start and text[line_start:start].strip():
-                continue  # not at the start of its line
-            if (macro_spans and _inside(macro_spans, start)) or lines.in_block_comment(start):
+            if start and text[start - 1] != "\n":  # clang-format's column 0 is the rule
+                line_start = rfind("\n", 0, start) + 1
+                if text[line_start:start].strip():
+                    continue  # not at the start of its line
+            if (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
                 continue
             defs.append(Definition(m.group(1), "impl_func", path, line(start)))
     defs += _function_definitions(text, path, lines, macro_spans)

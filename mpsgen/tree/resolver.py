@@ -14,13 +14,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
-from mpsgen.tree.native_yaml import NativeFunction
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.stubs import declared_stubs
 from mpsgen.tree.walk import walk_files
+
+if TYPE_CHECKING:
+    from mpsgen.tree.native_yaml import NativeFunction
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
 
