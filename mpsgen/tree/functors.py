@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from mpsgen.tree.source import match_close
+from mpsgen.tree.source import close_bracket
 
 FLOAT, INT, COMPLEX = "float", "int", "complex"
 ALL = frozenset({FLOAT, INT, COMPLEX})
@@ -149,7 +149,7 @@ def scan_functors(text: str) -> list[FunctorStruct]:
             brace = body.find("{", params_close)
             if params_close < 0 or brace < 0:
                 break
-            close = match_close(body, brace)
+            close = close_bracket(body, brace)  # comments and strings are blanked in body
             if close < 0:
                 break
             decl = body[prev_end:brace]
