@@ -170,7 +170,7 @@ class MetalFile:
         raw = "\n".join(d.raw for d in self.own_raw.values())
         if "/*" in raw or "//" in raw or "##" in raw or "_functor" in raw:
             return False
-        for w in _REVERSED_RAW_CALL.findall(raw[::-1]):
+        for w in set(_REVERSED_RAW_CALL.findall(raw[::-1])):  # each word once (bodies repeat them)
             name = w[::-1]
             if name[0] not in _IDENT_START:
                 name = _NOT_IDENT_START.sub("", name)
