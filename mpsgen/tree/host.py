@@ -125,6 +125,7 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
     defs = hf.definitions
     if "TORCH_IMPL_FUNC" in text:
         rfind, line, comments = text.rfind, lines.line, bool(lines.comments)
+        new = tuple.__new__  # Definition without its Python-level __new__ (thousands in a tree)
         for m in _IMPL.finditer(text):
             start = m.start()
             if start and text[start - 1] != "\n":  # clang-format's column 0 is the rule
@@ -133,7 +134,7 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
                     continue  # not at the start of its line
             if (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
                 continue
-            defs.append(Definition(m.group(1), "impl_func", path, line(start)))
+            defs.append(new(Definition, (m.group(1), "impl_func", path, line(start), False, None)))
     defs += _function_definitions(text, path, lines, macro_spans)
     if "REGISTER_DISPATCH" in text:
         for m in _REGISTER_DISPATCH.finditer(text):

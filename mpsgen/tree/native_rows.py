@@ -68,6 +68,9 @@ def scan_rows(text: str) -> list[Row]:
     padded = "\n" + text  # offset i of padded is offset i - 1 of text
     count, strip = padded.count, str.strip
     block_break, lines_of = _BLOCK_BREAK.search, _LINES.findall
+    # the rows and dispatch lines are built as plain tuples of their classes (the classes' own
+    # __new__ is a Python function: a third of the loop), and each distinct "CPU, CUDA" once
+    new, key_of = tuple.__new__, {}
     pos, line = 1, 1  # a line-number cursor (matches come in ascending order)
     base = overload = None
     start_line = 0
@@ -80,7 +83,7 @@ def scan_rows(text: str) -> list[Row]:
         kind = m.lastindex
         if kind == 1:  # "- func:": close the previous entry, open this one
             if base is not None:
-                append(Row(base, overload, start_line, tuple(dispatch)))
+                append(new(Row, (base, overload, start_line, tuple(dispatch))))
             block_end = -1
             base = m.group(2)  # None: scan_native_functions skips an entry whose header it cannot read
             if base is not None:
@@ -92,7 +95,10 @@ def scan_rows(text: str) -> list[Row]:
                 k = line
                 for ln, keys, kernel in lines_of(m.group(5)):
                     k += 1
-                    dispatch.append(Dispatch(tuple(map(strip, keys.split(","))), kernel, k, ln))
+                    kt = key_of.get(keys)
+                    if kt is None:
+                        kt = key_of[keys] = tuple(map(strip, keys.split(",")))
+                    dispatch.append(new(Dispatch, (kt, kernel, k, ln)))
                 line = k
                 pos = end
             else:
