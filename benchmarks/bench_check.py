@@ -29,6 +29,17 @@ Two shapes of tree, the same size in bytes and files:
   findings (3,450 MPS003, ~990 MPS007). A stress test; its numbers follow the realistic
   ones with ``--dense``.
 
+How the realistic tree compares with upstream's files (counted in 12 of pytorch/pytorch's
+operations/*.mm, 443 K chars, and 4 of its kernels/*.metal, 65 K chars): per 1,000 characters
+of .mm it holds 5x the TORCH_IMPL_FUNCs (1.2 vs 0.22) and 9x the ``#define`` lines (0.38 vs
+0.04), but a sixth of the ``mps(`` (0.06 vs 0.33) and almost none of the block comments
+(0.003 vs 0.15); its .metal files hold a third of upstream's REGISTER_ lines per character
+(0.59 vs 1.7) and of its functor structs (0.18 vs 0.52). Neither clearly lighter nor heavier.
+
+Whole-process times are given twice: with this installation's interpreter, whose ``.pth``
+start-up hooks may import packages (here ~25 ms of it), and in a fresh virtual environment
+of the same Python (no hooks: a contributor's venv; check needs only the standard library).
+
 ``check`` does the same work on both: it scans every file in full and expands (op, dtype)
 registrations only where MPS004/MPS006/MPS009 need them. The dense tree costs more because
 it has ~5x the registration statements, ~40x the exec_*_kernel calls and ~30x the findings
