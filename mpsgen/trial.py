@@ -323,10 +323,10 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
                 torch.cat([edges.repeat_interleave(e).repeat(e), rand.roll(len(rand) // 3)]),
                 torch.cat([edges.repeat(e * e), rand.roll(2 * len(rand) // 3)]),
             ]
-            kept = _kept(torch, spec, "a", inputs[0]) & _kept(torch, spec, "b", inputs[1]) & _kept(torch, spec, "c", inputs[2])
+            kept = _kept(torch, spec, names[0], inputs[0]) & _kept(torch, spec, names[1], inputs[1]) & _kept(torch, spec, names[2], inputs[2])
             inputs = [x[kept] for x in inputs]
         else:
-            inputs = [base[_kept(torch, spec, "x", base)]]
+            inputs = [base[_kept(torch, spec, names[0], base)]]
         res = DtypeResult(m_in, m_out)
         if not len(inputs[0]):  # shown as skipped, never as a pass
             res.skipped = f"no {TORCH_NAMES[m_in]} sample lies in the spec's try_domain"
