@@ -131,3 +131,27 @@ def test_practice_tree_with_real_yaml_runs(run, real_tree):
     full = json.loads(strict.stdout)
     assert {"MPS001", "MPS002"} <= {f["code"] for f in full["findings"]} and full["notes"] == []
     assert len(full["findings"]) > 200
+
+
+def test_check_imports_only_what_it_needs(check_tree):
+    """pre-commit and lintrunner start a process per run: `mpsgen check` loads the standard
+    library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
+    dataclasses machinery, nor the edits' full yaml reader). Run without site-packages (-S),
+    as a fresh venv would, so that nothing else preloads a module."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[2])
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from mpsgen.cli_check import main\n"
+        "code = main(['--root', sys.argv[2]])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", code, repo, str(check_tree)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split())
+    assert "mpsgen.check.rules" in loaded  # the check really ran
+    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml"}
+    assert not loaded & unwanted, sorted(loaded & unwanted)
