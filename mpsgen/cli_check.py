@@ -1,15 +1,22 @@
 """``mpsgen check``: the command line of the linter.
 
 pre-commit and lintrunner start a process per run, so this front end is built for start-up:
-argparse and the check package only (no typer, rich, jinja2 or yaml). ``mpsgen check``
-reaches it straight from ``mpsgen.__main__``; the typer app lists it and forwards to it.
+the check package and the standard library only (no typer, rich, jinja2 or yaml).
+``mpsgen check`` reaches it straight from ``mpsgen.__main__``; the typer app lists it and
+forwards to it.
+
+The command line is argparse's (:func:`parser`). Importing argparse and building its parser
+cost ~11 ms of a ~100 ms run (its help formatter imports shutil, its messages gettext and
+locale), so the command lines hooks pass (whole option names, then the file names) are read
+by :func:`read_args`, which hands anything else (``--help``, an abbreviation, an unknown
+option, a bad value, options after file names, ``--``) to argparse: the same result, or
+argparse's own message and exit status.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 EPILOG = """\
 exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run.
@@ -28,7 +35,9 @@ settings: [tool.mpsgen] in the tree's pyproject.toml, or .mpsgen.toml at its roo
 """
 
 
-def parser() -> argparse.ArgumentParser:
+def parser():
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="mpsgen check",
         description="Check MPS dispatch consistency (read-only unless --fix).",
@@ -46,6 +55,64 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fix", action="store_true", help="apply the mechanical fixes (MPS007, MPS009), all files or none")
     p.add_argument("--diff", action="store_true", help="with --fix: print the fixes as a diff, write nothing")
     return p
+
+
+# check's options: name -> (argparse dest, how it is given). "value": one argument (the last
+# one given wins), "append": one argument, repeatable, "flag": none (store_true).
+OPTIONS = {
+    "--root": "value",
+    "--format": "value",
+    "--explain": "value",
+    "--select": "append",
+    "--ignore": "append",
+    "--strict": "flag",
+    "--baseline": "value",
+    "--fix": "flag",
+    "--diff": "flag",
+}
+FORMATS = ("text", "json", "lintrunner", "github")
+DEFAULTS = {"paths": [], "root": None, "format": "text", "explain": None, "select": None, "ignore": None, "strict": None, "baseline": None, "fix": False, "diff": False}
+
+
+def read_args(argv: list[str]) -> SimpleNamespace | None:
+    """``parser().parse_args(argv)`` for the plain command lines (whole option names, each
+    value its own argument or after ``=``, then the paths), or None for argparse to read:
+    anything starting with ``-`` that is not one of the options, a value that starts with
+    ``-`` or is not a known --format, options after a path."""
+    opts = dict(DEFAULTS)
+    paths: list[str] = []
+    i, n = 0, len(argv)
+    while i < n:
+        arg = argv[i]
+        i += 1
+        if not arg.startswith("-"):
+            paths.append(arg)
+            continue
+        if paths:
+            return None  # an option after the paths
+        name, eq, value = arg.partition("=")
+        kind = OPTIONS.get(name)
+        if kind is None:
+            return None
+        dest = name[2:]
+        if kind == "flag":
+            if eq:
+                return None
+            opts[dest] = True
+            continue
+        if not eq:
+            if i >= n:
+                return None
+            value = argv[i]
+            i += 1
+        if value.startswith("-") or (dest == "format" and value not in FORMATS):
+            return None
+        if kind == "append":
+            opts[dest] = (opts[dest] or []) + [value]
+        else:
+            opts[dest] = value
+    opts["paths"] = paths
+    return SimpleNamespace(**opts)
 
 
 def _err(text: str) -> None:
@@ -68,12 +135,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    opts = read_args(argv) or parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
     from mpsgen.check.config import load_config, selected_codes, split_codes
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
     from mpsgen.errors import BadInput, MpsgenError
     from mpsgen.tree import PytorchTree
+    from pathlib import Path
 
     try:
         if opts.explain is not None:

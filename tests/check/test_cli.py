@@ -136,7 +136,8 @@ def test_practice_tree_with_real_yaml_runs(run, real_tree):
 def test_check_imports_only_what_it_needs(check_tree):
     """pre-commit and lintrunner start a process per run: `mpsgen check` loads the standard
     library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
-    dataclasses machinery, nor the edits' full yaml reader). Run without site-packages (-S),
+    dataclasses machinery, nor the edits' full yaml reader; not argparse for a hook's plain
+    command line). Run without site-packages (-S),
     as a fresh venv would, so that nothing else preloads a module."""
     import subprocess
     import sys
@@ -153,5 +154,5 @@ def test_check_imports_only_what_it_needs(check_tree):
     assert proc.returncode == 0, proc.stderr
     loaded = set(proc.stdout.split())
     assert "mpsgen.check.rules" in loaded  # the check really ran
-    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml"}
+    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse"}
     assert not loaded & unwanted, sorted(loaded & unwanted)
