@@ -119,7 +119,8 @@ class Index:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-            if text is None or "\r\n" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+            # ("\r" first: a one-character search is a memchr, a two-character one a slow scan)
+            if text is None or ("\r" in text and "\r\n" in text) or "<<<<<<<" in text or ">>>>>>>" in text:
                 # the error, CRLF handling or conflict-marker refusal of the tree scanners
                 text = SourceFile.from_bytes(rel, raw).text
             self._texts[rel] = text
