@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-from typing import NamedTuple
 from pathlib import Path
 
 from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
@@ -18,6 +17,7 @@ from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
 from mpsgen.errors import BadInput
+from mpsgen.records import Record
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.walk import walk_files
@@ -35,7 +35,7 @@ PARTIAL_MIN_MISSING = 20
 PARTIAL_CODES = ("MPS001", "MPS002")
 
 
-class CheckResult(NamedTuple):
+class CheckResult(Record):
     root: Path
     findings: list[Finding]
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree

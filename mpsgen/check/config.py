@@ -4,17 +4,17 @@ whose keys are top-level and which takes precedence)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
 from pathlib import Path
 
 from mpsgen.check.model import RULES
 from mpsgen.errors import BadInput, Location
+from mpsgen.records import Record
 from mpsgen.tree.source import read_bounded
 
 CONFIG_KEYS = ("select", "ignore", "baseline", "strict")
 
 
-class CheckConfig(NamedTuple):
+class CheckConfig(Record):
     select: tuple[str, ...] = ()  # () selects every rule
     ignore: tuple[str, ...] = ()
     baseline: str | None = None  # relative to the tree root

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+
+from mpsgen.records import Record
 
 ERROR = "error"
 WARNING = "warning"
@@ -81,7 +83,7 @@ class Finding:
         return self.path in paths or any(p in paths for p, _ in self.locations)
 
 
-class Rule(NamedTuple):
+class Rule(Record):
     code: str
     name: str
     severity: str

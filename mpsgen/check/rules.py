@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from functools import cached_property, partial
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registration
 from mpsgen.check.model import ERROR, WARNING, Finding, rule

@@ -15,8 +15,9 @@ from __future__ import annotations
 import bisect
 import re
 from operator import itemgetter
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
 
+from mpsgen.records import Record
 from mpsgen.tree.source import close_bracket, split_args
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -32,7 +33,7 @@ _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8
 
 
-class MacroDef(NamedTuple):
+class MacroDef(Record):
     """A ``#define`` with its (backslash-joined) body; lines are 0-based, inclusive."""
 
     name: str
@@ -134,7 +135,7 @@ def _clean_body(raw: str) -> str:
     return " ".join([ln.rstrip().rstrip("\\").strip() for ln in raw.split("\n")]).strip()
 
 
-class RawDefine(NamedTuple):
+class RawDefine(Record):
     """A ``#define`` as found: what :func:`define` turns into a :class:`MacroDef` when needed."""
 
     name: str
@@ -225,7 +226,7 @@ def fast_split_args(arglist: str) -> list[str]:
     return [a.strip() for a in arglist.split(",")] if arglist.strip() else []
 
 
-class Statement(NamedTuple):
+class Statement(Record):
     """A ``NAME(args)`` statement at the start of a line (macro instance or registration)."""
 
     macro: str
@@ -295,7 +296,7 @@ def _tuple_getter(templates: list[str]) -> Callable[[tuple[str, ...]], tuple[str
     return lambda args: tuple(g if type(g) is str else g(args) for g in getters)
 
 
-class KeyTemplate(NamedTuple):
+class KeyTemplate(Record):
     """A base registration a macro makes, in placeholders, ready to key: (normalised macro,
     op, dtypes), each a literal or a function of the instance's arguments."""
 
@@ -464,7 +465,7 @@ def needs_functor(name: str, macros: dict[str, MacroDef], memo: dict[tuple[str, 
     return result
 
 
-class _Op(NamedTuple):
+class _Op(Record):
     op: str
 
 

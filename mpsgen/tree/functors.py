@@ -12,8 +12,8 @@ certain.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from mpsgen.records import Record
 from mpsgen.tree.source import close_bracket
 
 FLOAT, INT, COMPLEX = "float", "int", "complex"
@@ -42,14 +42,14 @@ _STRUCT = re.compile(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
 _CALL = re.compile(r"\boperator\s*\(\s*\)\s*\(")
 
 
-class Overload(NamedTuple):
+class Overload(Record):
     accepts: frozenset[str]
     line: int  # 1-based line of ``operator()``
     body: str  # the code between its braces (comments and strings blanked)
     body_line: int  # 1-based line where the body starts
 
 
-class FunctorStruct(NamedTuple):
+class FunctorStruct(Record):
     name: str  # the op: ``exp`` for ``exp_functor``
     line: int
     overloads: tuple[Overload, ...]

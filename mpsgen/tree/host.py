@@ -8,8 +8,9 @@ Lines are 1-based.
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
 
+from mpsgen.records import Record
 from mpsgen.tree.clike import Lines, close_paren, MacroTable, Spans, _inside, define, find_statements, raw_defines, substitute
 from mpsgen.tree.source import split_args
 
@@ -29,7 +30,7 @@ _KEYWORDS = frozenset({"if", "for", "while", "switch", "return", "sizeof", "catc
 _NOT_DEFINITION_START = (" ", "\t", "#", "/", "}", "\n")
 
 
-class Dispatch(NamedTuple):
+class Dispatch(Record):
     stub: str
     function: str
     path: str
@@ -37,7 +38,7 @@ class Dispatch(NamedTuple):
     via: str | None = None
 
 
-class Definition(NamedTuple):
+class Definition(Record):
     """A host definition: ``TORCH_IMPL_FUNC`` block, function, or macro instance producing one."""
 
     name: str
@@ -48,7 +49,7 @@ class Definition(NamedTuple):
     macro: str | None = None
 
 
-class KernelUse(NamedTuple):
+class KernelUse(Record):
     kind: str
     name: str
     path: str

@@ -11,8 +11,9 @@ Lines are 1-based.
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
 
+from mpsgen.records import Record
 from mpsgen.tree.clike import (
     _IDENT_START,
     _NOT_IDENT_START,
@@ -52,7 +53,7 @@ _FUNCTOR_ANY = re.compile(r"\b(?:struct|class)\s+([\w\x00]+)_functor\b(?!\s*;)")
 _FUNCTOR_ANY_FAST = re.compile(r"(?:struct|class)\s+([\w\x00]+)_functor\b(?!\s*;)")
 
 
-class Registration(NamedTuple):
+class Registration(Record):
     """One base registration (``REGISTER_UNARY_OP(exp, float, float)``) after expansion."""
 
     macro: str
@@ -73,7 +74,7 @@ class Registration(NamedTuple):
         return TORCH_DTYPES.get(self.dtypes[0]) if self.dtypes else None
 
 
-class RegStatement(NamedTuple):
+class RegStatement(Record):
     """A statement of a .metal file that registers kernels: a base registration macro
     (``REGISTER_UNARY_OP(exp, float, float)``, ``bulk`` False) or an instance of a macro of
     the file that expands to some (``REGISTER_FLOAT_BINARY_OP(hypot)``,
@@ -86,13 +87,13 @@ class RegStatement(NamedTuple):
     ops: tuple[str, ...]  # the op names it registers, distinct
 
 
-class HeaderInfo(NamedTuple):
+class HeaderInfo(Record):
     macros: dict[str, MacroDef]
     functors: set[str]
     includes: list[str]
 
 
-class MetalContext(NamedTuple):
+class MetalContext(Record):
     """What a set of includes provides: macros, base registration macros, functors; and the
     macro table of the files that define no macro of their own."""
 

@@ -16,7 +16,8 @@ the run of 4-space-indented or blank lines under ``  dispatch:``, and only lines
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+from mpsgen.records import Record
 
 # One search over the file (a newline prepended, so that every match starts with the newline
 # before its line) finds: a "- func:" header; a "  dispatch:" header with the dispatch lines
@@ -35,7 +36,7 @@ _LINES = re.compile(_LINE)
 _BLOCK_BREAK = re.compile(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
 
 
-class Dispatch(NamedTuple):
+class Dispatch(Record):
     """One ``    CPU, CUDA: heaviside_out`` line (the fields of
     :class:`~mpsgen.tree.native_yaml.DispatchEntry` that ``check`` reads)."""
 
@@ -49,7 +50,7 @@ class Dispatch(NamedTuple):
         return "MPS" in self.keys
 
 
-class Row(NamedTuple):
+class Row(Record):
     """One entry of native_functions.yaml: its name and dispatch lines."""
 
     base: str

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
 
+from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.stubs import declared_stubs
@@ -37,7 +37,7 @@ _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
 _DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _SKIP_DIRS = frozenset({"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"})
-class KernelDefinition(NamedTuple):
+class KernelDefinition(Record):
     """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
 
     name: str
@@ -51,7 +51,7 @@ class KernelDefinition(NamedTuple):
         return f"{self.path}:{self.line}"
 
 
-class StubResolution(NamedTuple):
+class StubResolution(Record):
     """The stub a row's CPU/CUDA kernel runs, and how that was decided."""
 
     row: str

@@ -10,16 +10,16 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_mod
-from typing import NamedTuple
 
 from mpsgen.errors import BadInput, Location
+from mpsgen.records import Record
 
 
 # the lines git writes into a file it could not merge
 _CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
 
 
-class SourceFile(NamedTuple):
+class SourceFile(Record):
     """One file of the tree as read: its bytes, its LF text, and its newline style."""
 
     relpath: str

@@ -6,8 +6,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from typing import NamedTuple
 
+from mpsgen.records import Record
 from mpsgen.tree.source import match_close
 
 # torch dtype spellings -> canonical names
@@ -29,7 +29,7 @@ def canonical_dtype(expr: str) -> str:
     return "torch." + _ALIASES.get(name, name)
 
 
-class XfailEntry(NamedTuple):
+class XfailEntry(Record):
     """One ``"key": None | [dtypes]`` element of an xfail/skip dict."""
 
     dict_name: str
