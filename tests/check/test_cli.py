@@ -137,8 +137,8 @@ def test_check_imports_only_what_it_needs(check_tree):
     """pre-commit and lintrunner start a process per run: `mpsgen check` loads the standard
     library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
     dataclasses machinery, nor the edits' full yaml reader; not argparse for a hook's plain
-    command line). Run without site-packages (-S),
-    as a fresh venv would, so that nothing else preloads a module."""
+    command line, nor typing, whose NamedTuple mpsgen.records stands in for). Run without
+    site-packages (-S), as a fresh venv would, so that nothing else preloads a module."""
     import subprocess
     import sys
     from pathlib import Path
