@@ -161,41 +161,81 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace", "struct", "class", "else"})
 
 
+# Where a definition may start: a line in column 0 opening with a word, whose last word
+# before the first "(" names it (TORCH_IMPL_FUNC: its argument does). One search from each
+# newline (C speed) over a .cpp; _TOP_DEFINITION then decides, at the lines naming a kernel
+# asked about only. (_TOP_DEFINITION over whole files costs ~90 ms a MB on template-heavy
+# code: its return-type loop is tried, and backtracks, at every line.)
+_DEFINITION_LINE = re.compile(r"\n(?:TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)|[\w:][^\n(;{}=]*?[ \t&*]([A-Za-z_]\w*)[ \t]*\()")
+
+
 class _CppIndex:
-    """Kernel definitions of the tree's native .cpp files: one regex pass per file, at first use."""
+    """Kernel definitions of the tree's native .cpp files, found at first use: every file is
+    read once and its column-0 lines that may open a definition are indexed by name; a
+    kernel asked about is then read closely at its own lines only (the first definition in
+    file order wins, a file's plain definitions before its macro instances)."""
 
     def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
         self.files = files  # (rel, path)
         self.stubs = stubs
-        self._defs: dict[str, KernelDefinition] | None = None
+        self._texts: list[str] | None = None
+        self._starts: dict[str, list[tuple[int, int]]] = {}  # name -> (file index, line start)
+        self._macros: dict[int, dict[str, KernelDefinition]] = {}  # file index -> macro-made definitions
+        self._found: dict[str, KernelDefinition | None] = {}
 
     def _stubs_called(self, body: str) -> tuple[str, ...]:
         body = _LINE_COMMENT.sub("", body)
         return tuple(dict.fromkeys(n for n in _CALL.findall(body) if n in self.stubs))
 
-    def definitions(self) -> dict[str, KernelDefinition]:
-        if self._defs is not None:
-            return self._defs
-        found: dict[str, KernelDefinition] = {}
-        for rel, path in self.files:
+    def _index(self) -> list[str]:
+        if self._texts is not None:
+            return self._texts
+        texts = []
+        starts = self._starts
+        for i, (rel, path) in enumerate(self.files):
             with open(path, "rb") as fh:
                 text = fh.read().decode("utf-8", "replace")
-            for m in _TOP_DEFINITION.finditer(text):
+            texts.append(text)
+            for m in _DEFINITION_LINE.finditer("\n" + text):  # m.start(): the line's offset in text
                 name = m.group(1) or m.group(2)
-                if name in _NOT_FUNCTIONS or name in found:
-                    continue
-                found[name] = KernelDefinition(name, rel, text.count("\n", 0, m.start()) + 1, self._stubs_called(m.group(3)))
+                got = starts.get(name)
+                if got is None:
+                    starts[name] = [(i, m.start())]
+                else:
+                    got.append((i, m.start()))
             if "#define" in text and "TORCH_IMPL_FUNC" in text:
+                made: dict[str, KernelDefinition] = {}
                 for name, start, body, via in _macro_definitions(text):
-                    if name not in found:
-                        found[name] = KernelDefinition(
-                            name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via
-                        )
-        self._defs = found
-        return found
+                    if name not in made:
+                        made[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via)
+                if made:
+                    self._macros[i] = made
+        self._texts = texts
+        return texts
 
     def find(self, kernel: str) -> KernelDefinition | None:
-        return self.definitions().get(kernel)
+        try:
+            return self._found[kernel]
+        except KeyError:
+            pass
+        found = None
+        if kernel not in _NOT_FUNCTIONS:
+            texts = self._index()
+            starts = self._starts.get(kernel, ())
+            files = sorted({i for i, _ in starts} | {i for i, made in self._macros.items() if kernel in made})
+            for i in files:
+                text = texts[i]
+                for _, at in (s for s in starts if s[0] == i):
+                    m = _TOP_DEFINITION.match(text, at)
+                    if m is not None and (m.group(1) or m.group(2)) == kernel:
+                        found = KernelDefinition(kernel, self.files[i][0], text.count("\n", 0, at) + 1, self._stubs_called(m.group(3)))
+                        break
+                if found is None and i in self._macros:
+                    found = self._macros[i].get(kernel)
+                if found is not None:
+                    break
+        self._found[kernel] = found
+        return found
 
 
 def _macro_definitions(text: str) -> Iterable[tuple[str, int, str, str]]:

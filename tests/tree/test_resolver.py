@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mpsgen.tree.native_yaml import scan_native_functions
+from mpsgen.tree import resolver as R
 from mpsgen.tree.resolver import (
     RULE_DEFINITION,
     RULE_EXACT,
@@ -136,3 +137,58 @@ def test_nothing_found_names_the_candidates(tmp_path):
     e = scan_native_functions("- func: nope.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    CPU, CUDA: nope_out\n").entries[0]
     res = resolver(tmp_path, with_cpp=False).resolve(e)
     assert res.stub is None and "tried nope_stub" in res.describe()
+
+
+# -- the .cpp index: the same definitions as one _TOP_DEFINITION pass over each file -----------
+def _whole_file_definitions(files: list[tuple[str, str]], stubs) -> tuple[dict, dict]:
+    """What the resolver read before it indexed candidate lines: _TOP_DEFINITION over every
+    whole file, the first definition of a name winning. Also each file's matched spans."""
+    idx = R._CppIndex(files, stubs)
+    found, spans = {}, {}
+    for rel, path in files:
+        text = Path(path).read_bytes().decode("utf-8", "replace")
+        for m in R._TOP_DEFINITION.finditer(text):
+            spans.setdefault(rel, []).append((text.count("\n", 0, m.start()) + 1, text.count("\n", 0, m.end()) + 1))
+            name = m.group(1) or m.group(2)
+            if name in R._NOT_FUNCTIONS or name in found:
+                continue
+            found[name] = R.KernelDefinition(name, rel, text.count("\n", 0, m.start()) + 1, idx._stubs_called(m.group(3)))
+        if "#define" in text and "TORCH_IMPL_FUNC" in text:
+            for name, start, body, via in R._macro_definitions(text):
+                if name not in found:
+                    found[name] = R.KernelDefinition(name, rel, text.count("\n", 0, start) + 1, idx._stubs_called(body), via)
+    return found, spans
+
+
+def _real_cpp_files(tmp_path: Path) -> list[tuple[str, str]]:
+    """torch 2.13's ATen/native C++ headers (real code, function bodies included), as .cpp."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    native = Path(torch.__file__).parent / "include" / "ATen" / "native"
+    files = sorted(native.rglob("*.h"))
+    assert len(files) > 200
+    return [(f"aten/src/ATen/native/{p.relative_to(native).as_posix()[:-2]}.cpp", str(p)) for p in files]
+
+
+def test_cpp_index_finds_what_whole_file_passes_find(tmp_path):
+    files = _real_cpp_files(tmp_path)
+    stubs = {"add_stub": ("BinaryOps.h", 1), "abs_stub": ("UnaryOps.h", 1)}
+    reference, spans = _whole_file_definitions(files, stubs)
+    assert len(reference) > 500
+    index = R._CppIndex(files, stubs)
+
+    def hidden(d) -> bool:
+        """Inside the text an earlier whole-file match took in (its body ran on to a later
+        column-0 "}"): a definition the whole-file pass could not see."""
+        return any(a < d.line <= b for a, b in spans.get(d.path, ()))
+
+    differ = [(name, index.find(name), ref) for name, ref in reference.items() if index.find(name) != ref]
+    # the index finds the same definition, or an earlier one the whole-file pass skipped
+    for name, got, ref in differ:
+        assert got is not None and hidden(got), (name, got, ref)
+    assert len(differ) <= len(reference) // 100, differ[:5]
+    # and nothing the whole-file pass does not find, but such hidden ones
+    for name in ("add_stub", "not_a_kernel_anywhere", "if", "return", "namespace", "ceil", "abs_impl", "minimum"):
+        got = index.find(name)
+        assert (got is None) if name not in reference and got is None else (got == reference.get(name) or hidden(got)), name
