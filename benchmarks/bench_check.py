@@ -66,7 +66,8 @@ from benchmarks.timing import clean_venv, compiled_install, time_cli, time_proce
 from mpsgen.check import run_check  # noqa: E402
 from mpsgen.check.index import Index
 from mpsgen.practice import PRACTICE_TREE, build_practice_tree, real_file_sources
-from mpsgen.tree import KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
+from mpsgen.tree.resolver import native_cpp_files
+from mpsgen.tree import KERNELS_DIR, NATIVE_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 
 TARGET_MS = 150.0
 SPEEDUP = 10.0
@@ -209,10 +210,49 @@ def _doubled_yaml(text: str) -> str:
     return text + "\n" + copy
 
 
+# upstream's native .cpp sources, which the row -> stub resolver reads (counted in
+# pytorch/pytorch: the 131 current files of aten/src/ATen/native/ hold 2.14 MB of code besides
+# SobolEngineOpsUtils.cpp's 3.73 MB table of numbers; the sub-folders the resolver enters,
+# transformers/, xnnpack/, mkl/ and the like, 51 files and 0.37 MB)
+NATIVE_CPP = ((131, 2140.0, ""), (51, 370.0, "transformers/"))
+NATIVE_TABLE_KB = 3730.0
+
+
+def _native_cpp(count: int, kb: float, folder: str, start: int) -> dict[str, str]:
+    """``count`` .cpp files of ``kb`` KB in all, of real C++ (the installed torch wheel's ATen
+    headers, inline definitions and templates, read at run time: none of it is stored here),
+    cut at line ends."""
+    import torch
+
+    include = Path(torch.__file__).parent / "include" / "ATen"
+    sources = sorted(include.glob("native/**/*.h")) + sorted(include.glob("*.h"))
+    code = "\n".join(p.read_text(errors="replace") for p in sources)
+    files, each, pos = {}, int(kb * 1024 / count), (start % 7) * 100_000
+    for i in range(start, start + count):
+        end = code.find("\n", pos + each)
+        if end < 0:
+            pos, end = 0, code.find("\n", each)
+        files[f"{NATIVE_DIR}/{folder}Ref{i:03d}.cpp"] = code[pos : end + 1]
+        pos = end + 1
+    return files
+
+
+def _number_table(kb: float) -> str:
+    """A generated table of numbers, as SobolEngineOpsUtils.cpp holds."""
+    rows, size, k = ["namespace at::native::sobol_utils {", "const int64_t table[][18] = {"], 0, 0
+    while size < kb * 1024:
+        row = "  {" + ", ".join(str((k * 2654435761 + j * 40503) % 2**31) for j in range(18)) + "},"
+        rows.append(row)
+        size += len(row) + 1
+        k += 1
+    return "\n".join(rows + ["};", "} // namespace at::native::sobol_utils", ""])
+
+
 def build_tree(dest: Path, mm: int, metal: int, mm_kb: float, metal_kb: float, double: bool = False, dense: bool = False) -> Path:
     """The benchmark tree: ``dense`` repeats the practice sources in every file (``mm_kb``,
     ``metal_kb`` per file); otherwise upstream's shape (see the module docstring), the
-    other files ``mm_kb`` / ``metal_kb`` each."""
+    other files ``mm_kb`` / ``metal_kb`` each. Both hold native .cpp sources of upstream's
+    size (:data:`NATIVE_CPP`)."""
     root, used_real = build_practice_tree(dest, real=True)
     if not used_real:
         sys.exit("torch==2.13.0 must be installed (pip install -e '.[test]'): the benchmark uses its native_functions.yaml")
@@ -223,7 +263,13 @@ def build_tree(dest: Path, mm: int, metal: int, mm_kb: float, metal_kb: float, d
     else:
         mm_files = _realistic(mm, mm_kb, ".mm", OPERATIONS_DIR, (3, 4), factor)
         metal_files = _realistic(metal, metal_kb, ".metal", KERNELS_DIR, (3, 4), factor)
-    for rel, text in {**mm_files, **metal_files}.items():
+    cpp_files: dict[str, str] = {}
+    for unit in range(factor):
+        for n, (count, kb, folder) in enumerate(NATIVE_CPP):
+            cpp_files.update(_native_cpp(count, kb, folder, start=unit * 1000 + n * 500))
+        cpp_files[f"{NATIVE_DIR}/SobolTable{unit}.cpp"] = _number_table(NATIVE_TABLE_KB)
+    for rel, text in {**mm_files, **metal_files, **cpp_files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     if double:
         yaml = root / NATIVE_FUNCTIONS
@@ -234,14 +280,15 @@ def build_tree(dest: Path, mm: int, metal: int, mm_kb: float, metal_kb: float, d
 def tree_size(root: Path) -> str:
     mm = list((root / OPERATIONS_DIR).glob("*.mm"))
     metal = list((root / KERNELS_DIR).glob("*.metal"))
-    kb = lambda files: sum(f.stat().st_size for f in files) / 1024  # noqa: E731
+    cpp = [p for rel, p in native_cpp_files(root)]
+    kb = lambda files: sum(Path(f).stat().st_size for f in files) / 1024  # noqa: E731
     yaml_kb = (root / NATIVE_FUNCTIONS).stat().st_size / 1024
     index = Index(PytorchTree(root))
     regs = sum(len(f.registrations) for f in index.metal_files)
     uses = sum(len(h.uses) for h in index.host_files)
     return (
         f"{len(mm)} .mm ({kb(mm):.0f} KB, {uses} exec_*_kernel calls), {len(metal)} .metal ({kb(metal):.0f} KB, "
-        f"{regs} (op, dtype) registrations), yaml {yaml_kb:.0f} KB"
+        f"{regs} (op, dtype) registrations), yaml {yaml_kb:.0f} KB, {len(cpp)} native .cpp ({kb(cpp):.0f} KB)"
     )
 
 
@@ -272,8 +319,10 @@ def time_torchgen(yaml_path: Path, runs: int) -> float:
 _READ_ONLY = """
 import os
 found = 0
-for folder in ("aten/src/ATen/native/mps/operations", "aten/src/ATen/native/mps/kernels"):
+for folder in ("aten/src/ATen/native/mps/operations", "aten/src/ATen/native/mps/kernels", "aten/src/ATen/native", "aten/src/ATen/native/transformers"):
     for entry in os.scandir(os.path.join({root!r}, folder)):
+        if not entry.is_file():
+            continue
         with open(entry.path, "rb") as f:
             text = f.read().decode()
         found += text.count("REGISTER_") + text.count("TORCH_IMPL_FUNC") + text.count("#define")

@@ -11,6 +11,7 @@ the declared stubs are matched by name, and the result says which rule chose the
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Iterable
@@ -163,23 +164,55 @@ _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace
 
 # Where a definition may start: a line in column 0 opening with a word, whose last word
 # before the first "(" names it (TORCH_IMPL_FUNC: its argument does). One search from each
-# newline (C speed) over a .cpp; _TOP_DEFINITION then decides, at the lines naming a kernel
-# asked about only. (_TOP_DEFINITION over whole files costs ~90 ms a MB on template-heavy
-# code: its return-type loop is tried, and backtracks, at every line.)
-_DEFINITION_LINE = re.compile(r"\n(?:TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)|[\w:][^\n(;{}=]*?[ \t&*]([A-Za-z_]\w*)[ \t]*\()")
+# newline over a .cpp's bytes, mapped, never copied nor decoded (upstream's native/*.cpp are
+# ~6 MB, 3.7 MB of them one table of numbers); _TOP_DEFINITION then decides, at the lines of
+# a kernel asked about only. (_TOP_DEFINITION over whole files cost ~90 ms a MB on
+# template-heavy code: its return-type loop is tried, and backtracks, at every line.)
+_LINE_BODY = r"(?:TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)|[\w:][^\n(;{}=]*[ \t&*]([A-Za-z_]\w*)[ \t]*\()"
+_DEFINITION_LINE = re.compile("\n" + _LINE_BODY)
+_DEFINITION_LINE_BYTES = re.compile(("\n" + _LINE_BODY).encode())
+_FIRST_LINE_BYTES = re.compile(_LINE_BODY.encode())
+_DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL.pattern.encode(), re.M)
+
+
+def _mapped(path: str) -> bytes | mmap.mmap:
+    """A file's bytes, mapped read-only (the page cache's own pages: no copy)."""
+    with open(path, "rb") as fh:
+        try:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty, or a file that cannot be mapped
+            return fh.read()
+
+
+def _makes_impl_funcs(raw: bytes | mmap.mmap) -> bool:
+    """Whether a file defines a function-like macro whose body holds a TORCH_IMPL_FUNC (what
+    :func:`_macro_definitions` expands), found from the literal words (C speed)."""
+    if raw.find(b"TORCH_IMPL_FUNC") < 0:
+        return False
+    at = raw.find(b"define")
+    while at >= 0:
+        line_start = raw.rfind(b"\n", 0, at) + 1
+        if raw[line_start:at].strip(b" \t") == b"#":
+            m = _DEFINE_WITH_IMPL_BYTES.match(raw, line_start)
+            if m is not None and b"TORCH_IMPL_FUNC" in m.group(3):
+                return True
+        at = raw.find(b"define", at + 6)
+    return False
 
 
 class _CppIndex:
     """Kernel definitions of the tree's native .cpp files, found at first use: every file is
-    read once and its column-0 lines that may open a definition are indexed by name; a
+    scanned once and its column-0 lines that may open a definition are indexed by name; a
     kernel asked about is then read closely at its own lines only (the first definition in
     file order wins, a file's plain definitions before its macro instances)."""
 
     def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
         self.files = files  # (rel, path)
         self.stubs = stubs
-        self._texts: list[str] | None = None
+        self._raw: list | None = None  # each file's bytes (mapped)
+        self._texts: dict[int, str] = {}  # decoded, for the files read closely
         self._starts: dict[str, list[tuple[int, int]]] = {}  # name -> (file index, line start)
+        self._macro_files: list[int] = []  # files defining a macro whose body has a TORCH_IMPL_FUNC
         self._macros: dict[int, dict[str, KernelDefinition]] = {}  # file index -> macro-made definitions
         self._found: dict[str, KernelDefinition | None] = {}
 
@@ -187,31 +220,56 @@ class _CppIndex:
         body = _LINE_COMMENT.sub("", body)
         return tuple(dict.fromkeys(n for n in _CALL.findall(body) if n in self.stubs))
 
-    def _index(self) -> list[str]:
-        if self._texts is not None:
-            return self._texts
-        texts = []
-        starts = self._starts
-        for i, (rel, path) in enumerate(self.files):
-            with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8", "replace")
-            texts.append(text)
-            for m in _DEFINITION_LINE.finditer("\n" + text):  # m.start(): the line's offset in text
-                name = m.group(1) or m.group(2)
-                got = starts.get(name)
-                if got is None:
-                    starts[name] = [(i, m.start())]
-                else:
-                    got.append((i, m.start()))
-            if "#define" in text and "TORCH_IMPL_FUNC" in text:
-                made: dict[str, KernelDefinition] = {}
+    def _index(self) -> None:
+        if self._raw is not None:
+            return
+        raws = []
+        for i, (_rel, path) in enumerate(self.files):
+            raw = _mapped(path)
+            raws.append(raw)
+            first = _FIRST_LINE_BYTES.match(raw)
+            if first is not None:
+                self._add((first.group(1) or first.group(2)).decode("ascii"), i, 0)
+            for m in _DEFINITION_LINE_BYTES.finditer(raw):  # m.start(): the newline before the line
+                self._add((m.group(1) or m.group(2)).decode("ascii"), i, m.start() + 1)
+            if _makes_impl_funcs(raw):
+                self._macro_files.append(i)
+        self._raw = raws
+
+    def _add(self, name: str, i: int, at: int) -> None:
+        got = self._starts.get(name)
+        if got is None:
+            self._starts[name] = [(i, at)]
+        else:
+            got.append((i, at))
+
+    def _text(self, i: int) -> str:
+        """File ``i`` decoded. Its candidate lines were found in its bytes: where characters
+        of several bytes make offsets differ, they are found again in the text."""
+        text = self._texts.get(i)
+        if text is None:
+            raw = self._raw[i]  # type: ignore[index]
+            text = self._texts[i] = bytes(raw).decode("utf-8", "replace")
+            if len(text) != len(raw):
+                for name, starts in self._starts.items():
+                    starts[:] = [s for s in starts if s[0] != i]
+                for m in _DEFINITION_LINE.finditer("\n" + text):  # m.start(): the line's offset in text
+                    self._add(m.group(1) or m.group(2), i, m.start())
+                for starts in self._starts.values():
+                    starts.sort()
+        return text
+
+    def _made_by_macros(self, i: int) -> dict[str, KernelDefinition]:
+        made = self._macros.get(i)
+        if made is None:
+            made = self._macros[i] = {}
+            text = self._text(i)
+            if "TORCH_IMPL_FUNC" in text:
+                rel = self.files[i][0]
                 for name, start, body, via in _macro_definitions(text):
                     if name not in made:
                         made[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via)
-                if made:
-                    self._macros[i] = made
-        self._texts = texts
-        return texts
+        return made
 
     def find(self, kernel: str) -> KernelDefinition | None:
         try:
@@ -220,18 +278,17 @@ class _CppIndex:
             pass
         found = None
         if kernel not in _NOT_FUNCTIONS:
-            texts = self._index()
+            self._index()
             starts = self._starts.get(kernel, ())
-            files = sorted({i for i, _ in starts} | {i for i, made in self._macros.items() if kernel in made})
-            for i in files:
-                text = texts[i]
-                for _, at in (s for s in starts if s[0] == i):
+            for i in sorted({i for i, _ in starts} | set(self._macro_files)):
+                text = self._text(i)
+                for _, at in [s for s in self._starts.get(kernel, ()) if s[0] == i]:
                     m = _TOP_DEFINITION.match(text, at)
                     if m is not None and (m.group(1) or m.group(2)) == kernel:
                         found = KernelDefinition(kernel, self.files[i][0], text.count("\n", 0, at) + 1, self._stubs_called(m.group(3)))
                         break
-                if found is None and i in self._macros:
-                    found = self._macros[i].get(kernel)
+                if found is None and i in self._macro_files:
+                    found = self._made_by_macros(i).get(kernel)
                 if found is not None:
                     break
         self._found[kernel] = found

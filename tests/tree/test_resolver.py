@@ -192,3 +192,26 @@ def test_cpp_index_finds_what_whole_file_passes_find(tmp_path):
     for name in ("add_stub", "not_a_kernel_anywhere", "if", "return", "namespace", "ceil", "abs_impl", "minimum"):
         got = index.find(name)
         assert (got is None) if name not in reference and got is None else (got == reference.get(name) or hidden(got)), name
+
+
+def test_cpp_index_reads_non_ascii_empty_and_first_line_definitions(tmp_path):
+    """Candidate lines are found in a file's bytes: characters of several bytes before a
+    definition (offsets in bytes and in characters differ), an empty file, a definition on
+    the first line, and a macro whose instance makes the kernel after a multi-byte comment."""
+    (tmp_path / "A.cpp").write_text("")
+    (tmp_path / "B.cpp").write_text(
+        "Tensor& first_out(const Tensor& self) {\n  first_stub(kCPU);\n  return self;\n}\n"
+        "// réel: the naïve form — “quoted”\n"
+        "Tensor& later_out(const Tensor& self) {\n  later_stub(kCPU);\n  return self;\n}\n"
+        "#define MAKE(op) \\\n  TORCH_IMPL_FUNC(op##_out) (const Tensor& self) { op##_stub(kCPU); }\n"
+        "// ünïcode again\n"
+        "MAKE(made)\n",
+        encoding="utf-8",
+    )
+    stubs = {n: ("Ops.h", 1) for n in ("first_stub", "later_stub", "made_stub")}
+    index = R._CppIndex([("A.cpp", str(tmp_path / "A.cpp")), ("B.cpp", str(tmp_path / "B.cpp"))], stubs)
+    first, later, made = index.find("first_out"), index.find("later_out"), index.find("made_out")
+    assert (first.path, first.line, first.stubs) == ("B.cpp", 1, ("first_stub",))
+    assert (later.line, later.stubs) == (6, ("later_stub",))
+    assert (made.line, made.stubs, made.via) == (13, ("made_stub",), "MAKE")
+    assert index.find("missing_out") is None
