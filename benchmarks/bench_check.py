@@ -62,7 +62,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.timing import clean_venv, compiled_install, time_cli, time_process  # noqa: E402
+from benchmarks.timing import clean_venv, compiled_install, console_script, time_cli, time_process  # noqa: E402
 from mpsgen.check import run_check  # noqa: E402
 from mpsgen.check.index import Index
 from mpsgen.practice import PRACTICE_TREE, build_practice_tree, real_file_sources
@@ -345,8 +345,10 @@ def processes(root: Path, runs: int) -> None:
     # the same in a fresh virtual environment: an interpreter that runs no other package's
     # start-up hooks (.pth files), as a contributor's venv; check needs only the stdlib
     venv = clean_venv(root.parent / f"{root.name}-venv")
+    script = console_script(venv)  # pip's launcher: what a hook's `entry: mpsgen check` runs
     venv_bare = statistics.median(time_process([venv, "-c", "pass"], runs)) * 1000
-    venv_check = statistics.median(time_process([venv, "-m", "mpsgen", "check", "--root", str(root)], runs, (0, 1), installed)) * 1000
+    venv_times = time_process([script, "check", "--root", str(root)], runs, (0, 1), installed)
+    venv_check, venv_min = statistics.median(venv_times) * 1000, min(venv_times) * 1000
     helps = statistics.median(time_process([py, "-m", "mpsgen", "--help"], runs, (0,), installed)) * 1000
     check_src = statistics.median(time_cli(["check", "--root", str(root)], runs, ok=(0, 1))) * 1000
     # the least any Python scanner of this tree pays: read every file check reads and count a
@@ -358,7 +360,7 @@ def processes(root: Path, runs: int) -> None:
     print(f"process:       bare `python -c pass`      {bare:6.1f} ms (this machine's floor for any Python tool)")
     print(f"process:       `mpsgen check`             {check:6.1f} ms whole ({check - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if check <= 100 else 'MISSED'}")
     print(f"process:       bare venv `python -c pass` {venv_bare:6.1f} ms (a fresh venv: {bare - venv_bare:4.1f} ms less than this installation's, whose .pth hooks import packages at start-up)")
-    print(f"process:       `mpsgen check` in the venv {venv_check:6.1f} ms whole ({venv_check - venv_bare:5.1f} ms over its floor)  target <= 100 ms whole: {'ok' if venv_check <= 100 else 'MISSED'}")
+    print(f"process:       `mpsgen check` in the venv {venv_check:6.1f} ms whole ({venv_check - venv_bare:5.1f} ms over its floor; fastest run {venv_min:.1f})  target <= 100 ms whole: {'ok' if venv_check <= 100 else 'MISSED'}")
     print(f"process:       read files, count words  {read_only:6.1f} ms whole ({read_only - bare:5.1f} ms over the floor: the least a Python scanner of this tree pays)")
     print(f"process:       `mpsgen --help`            {helps:6.1f} ms whole ({helps - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if helps <= 100 else 'MISSED'}")
     print(f"process:       `mpsgen check` (editable, no bytecode) {check_src:6.1f} ms whole")

@@ -78,3 +78,26 @@ def clean_venv(dest: Path) -> str:
 
     venv.EnvBuilder(with_pip=False, clear=True).create(dest)
     return str(dest / "bin" / "python")
+
+
+# what pip writes for a [project.scripts] entry (the launcher pre-commit and lintrunner run)
+_CONSOLE_SCRIPT = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from mpsgen.__main__ import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def console_script(python: str) -> str:
+    """The ``mpsgen`` launcher pip installs beside ``python`` (a venv's bin/), as pip writes
+    it: the command a pre-commit hook's ``entry: mpsgen check`` runs."""
+    import os
+
+    path = Path(python).parent / "mpsgen"
+    path.write_text(_CONSOLE_SCRIPT.format(python=python))
+    os.chmod(path, 0o755)
+    return str(path)

@@ -155,7 +155,7 @@ def _main(argv: list[str]) -> int:
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict
         baseline = Path(opts.baseline) if opts.baseline else (tree.root / config.baseline if config.baseline else None)
-        result = run_check(tree, opts.paths, codes=codes, strict=strict)
+        result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=True)
         if opts.fix:
             fixed = _fix(tree, result, diff=opts.diff)
             if opts.diff:

@@ -107,10 +107,12 @@ def run_check(
     *,
     codes: frozenset[str] | None = None,
     strict: bool = False,
+    prefetch: bool = False,
 ) -> CheckResult:
     """Run the rules ``codes`` (all when None) over the tree; keep the findings located in
     ``paths`` (all when None). On a partial tree the findings its missing files cause are
-    summed up in one note, unless ``strict``."""
+    summed up in one note, unless ``strict``. ``prefetch``: see :class:`Index` (a process of
+    its own, as the CLI, may fork)."""
     selected = resolve_paths(tree, paths, cwd)
     if selected is not None and not any(RELEVANT.search(p) for p in selected):
         return CheckResult(tree.root, [], selected)
@@ -121,8 +123,9 @@ def run_check(
     # after; whatever a run leaves is freed by reference counting.
     collecting = gc.isenabled()
     gc.disable()
+    index = None
     try:
-        index = Index(tree)
+        index = Index(tree, prefetch=prefetch)
         facts = Facts(index)
         rules = [r for c, r in RULES.items() if codes is None or c in codes]
         findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
@@ -140,6 +143,8 @@ def run_check(
         if selected is not None:
             findings = [f for f in findings if f.touches(selected)]
     finally:
+        if index is not None:
+            index.close()
         if collecting:
             gc.enable()
     return CheckResult(tree.root, findings, selected, notes, hidden)

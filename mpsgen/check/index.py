@@ -20,6 +20,7 @@ from mpsgen.tree import (
     OPERATIONS_DIR,
     PytorchTree,
 )
+from mpsgen.errors import BadInput
 from mpsgen.tree.clike import Lines
 from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, scan_host
 from mpsgen.tree.kernels import (
@@ -33,10 +34,14 @@ from mpsgen.tree.kernels import (
     scan_header,
     scan_kernel_file,
 )
+from mpsgen.tree.forked import Forked
+from mpsgen.tree.native_rows import Dispatch as RowDispatch
 from mpsgen.tree.native_rows import Row, scan_rows
+from mpsgen.tree.resolver import native_cpp_files, scan_candidates
 from mpsgen.tree.source import SourceFile, read_bounded
 from mpsgen.tree.stubs import collect_stubs
 from mpsgen.tree.walk import walk_files
+from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
 
 __all__ = ["Definition", "Dispatch", "HostFile", "Index", "KernelUse", "MetalFile", "Registration", "RegStatement"]
 
@@ -44,10 +49,37 @@ MPS_DIR = "aten/src/ATen/native/mps"
 HOST_SUFFIXES = (".mm", ".cpp")
 
 
+def _plain_rows(path: str) -> list[tuple]:
+    """The yaml's rows as plain tuples (what a child process sends back): only for a file
+    :meth:`Index.read` takes as it is (UTF-8, no CR, no conflict marker); any other raises,
+    and the parent reads it itself, refusing it with the message of the tree scanners."""
+    text = read_bounded(path, "").decode("utf-8")
+    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+        raise ValueError(path)
+    return [(r.base, r.overload, r.start_line, tuple(tuple(d) for d in r.dispatch)) for r in scan_rows(text)]
+
+
+def _plain_xfails(path: str) -> list[tuple]:
+    """common_mps.py's xfail entries as plain tuples (a child process's result; as
+    :func:`_plain_rows`, only for a file read as it is)."""
+    text = read_bounded(path, "").decode("utf-8")
+    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+        raise ValueError(path)
+    return [tuple(e) for e in read_xfail_entries(text)]
+
+
+def _rows_of(plain: list[tuple]) -> list[Row]:
+    new = tuple.__new__  # (the classes' own __new__ is a Python function)
+    return [new(Row, (b, o, line, tuple([new(RowDispatch, d) for d in disp]))) for b, o, line, disp in plain]
+
+
 class Index:
     """Everything ``check`` knows about a tree; every file is read at most once."""
 
-    def __init__(self, tree: PytorchTree):
+    def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
+        """``prefetch``: scan the native .cpp sources (for the row -> stub resolver) in a child
+        process meanwhile (:mod:`mpsgen.tree.forked`; the ``mpsgen check`` process does, a
+        library caller need not fork)."""
         self.tree = tree
         self.root = tree.root
         self._root_str = str(tree.root)
@@ -59,15 +91,46 @@ class Index:
         self._contexts: dict[tuple[int, ...], MetalContext] = {}
         self._needs: dict[tuple[str, int], bool] = {}
         self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
-        self.yaml_path = NATIVE_FUNCTIONS
-        self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
-        host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
-        self._memo: dict = {}  # macro expansions, by macro text (within this run only)
-        self.host_files = [scan_host(p, self.read(p), self._memo) for p in host_rel if p.endswith(HOST_SUFFIXES)]
-        self.mps_headers = [p for p in host_rel if p.endswith(".h")]
-        self.metal_files = [self._scan_metal(p) for p in self._list(KERNELS_DIR, (".metal",))]
-        self.stubs = self._declared_stubs()
+        self.cpp_files = native_cpp_files(self._root_str)
+        # a child reads the yaml rows, the native .cpp, the DECLARE_DISPATCH headers and
+        # common_mps.py's xfails meanwhile (needed last: the rows and stubs at the end of
+        # this, the rest when a rule first ties a row to its stub or reads the xfails)
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
+        child = None
+        if prefetch:
+            jobs = [(_plain_rows, (self._path(NATIVE_FUNCTIONS),)), (scan_candidates, (self.cpp_files,)), (self._declared_stubs, ())]
+            if self.common_mps_path is not None:
+                try:
+                    jobs.append((_plain_xfails, (self._path(COMMON_MPS),)))
+                except BadInput:
+                    pass  # refused when a rule reads it (one may not)
+            child = Forked.start(jobs)
+        self._child = child
+        try:
+            self._xfails = (lambda: child.result(3)) if child is not None else None
+            self.cpp_scan = (lambda: child.result(1)) if child is not None else None
+            self.yaml_path = NATIVE_FUNCTIONS
+            if child is None:
+                self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
+            host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
+            self._memo: dict = {}  # macro expansions, by macro text (within this run only)
+            self.host_files = [scan_host(p, self.read(p), self._memo) for p in host_rel if p.endswith(HOST_SUFFIXES)]
+            self.mps_headers = [p for p in host_rel if p.endswith(".h")]
+            self.metal_files = [self._scan_metal(p) for p in self._list(KERNELS_DIR, (".metal",))]
+            if child is not None:
+                plain = child.result(0)
+                self.rows = _rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
+            stubs = child.result(2) if child is not None else None
+            self.stubs = stubs if stubs is not None else self._declared_stubs()
+        except BaseException:
+            self.close()  # an error reading the tree: the child's work is not wanted
+            raise
+
+    def close(self) -> None:
+        """Stop the child process of ``prefetch`` if it is still working (a run whose rules
+        did not need all it reads)."""
+        if self._child is not None:
+            self._child.close()
 
     # -- listing --------------------------------------------------------------------------
     def _walk(self, reldir: str, suffixes: tuple[str, ...]) -> list[tuple[str, os.DirEntry]]:
@@ -125,6 +188,15 @@ class Index:
                 text = SourceFile.from_bytes(rel, raw).text
             self._texts[rel] = text
         return text
+
+    def xfail_entries(self) -> list[XfailEntry]:
+        """The xfail/skip entries of common_mps.py (:func:`~mpsgen.tree.xfails.read_xfail_entries`)."""
+        if self.common_mps_path is None:
+            return []
+        plain = self._xfails() if self._xfails is not None else None
+        if plain is not None:
+            return [XfailEntry(n, k, tuple(d) if d is not None else None, line) for n, k, d, line in plain]  # type: ignore[union-attr]
+        return read_xfail_entries(self.read(self.common_mps_path))
 
     def text(self, rel: str) -> str | None:
         return self._texts.get(rel)

@@ -17,8 +17,7 @@ from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
 from mpsgen.tree.functors import CATEGORY, COMPLEX, FLOAT, INT
-from mpsgen.tree.resolver import StubResolver, native_cpp_files
-from mpsgen.tree.xfails import read_xfail_entries
+from mpsgen.tree.resolver import StubResolver
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
 MAX_LISTED = 4
@@ -128,7 +127,7 @@ class Facts:
     @cached_property
     def resolver(self) -> StubResolver:
         """The one row -> stub resolver (mpsgen.tree.resolver), over this index's stubs."""
-        return StubResolver(self.index.stubs, native_cpp_files(self.index.tree.root))
+        return StubResolver(self.index.stubs, self.index.cpp_files, self.index.cpp_scan)
 
     def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
         return self.resolver.resolve(entry, kernel).stub
@@ -565,7 +564,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
             on_metal[op] = names
     if not on_metal:
         return
-    for entry in read_xfail_entries(text):
+    for entry in f.index.xfail_entries():
         op = next((c for c in _op_candidates(entry.key) if c in on_metal), None)
         if op is None:
             continue

@@ -11,10 +11,9 @@ the declared stubs are matched by name, and the result says which rule chose the
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree import NATIVE_DIR, PytorchTree
@@ -23,6 +22,8 @@ from mpsgen.tree.stubs import declared_stubs
 from mpsgen.tree.walk import walk_files
 
 if TYPE_CHECKING:
+    import mmap
+
     from mpsgen.tree.native_yaml import NativeFunction
 
 HOST_KEYS = frozenset({"CPU", "CUDA"})
@@ -177,6 +178,8 @@ _DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL.pattern.encode(), re.M)
 
 def _mapped(path: str) -> bytes | mmap.mmap:
     """A file's bytes, mapped read-only (the page cache's own pages: no copy)."""
+    import mmap
+
     with open(path, "rb") as fh:
         try:
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -200,16 +203,41 @@ def _makes_impl_funcs(raw: bytes | mmap.mmap) -> bool:
     return False
 
 
+def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[int, int]]], list[int]]:
+    """Each file's candidate definition lines (name -> [(file index, line start)], in file
+    order) and the files whose macros may make a TORCH_IMPL_FUNC."""
+    starts: dict[str, list[tuple[int, int]]] = {}
+    macro_files = []
+    for i, (_rel, path) in enumerate(files):
+        raw = _mapped(path)
+        first = _FIRST_LINE_BYTES.match(raw)
+        found = [(first.group(1) or first.group(2), 0)] if first is not None else []
+        found += [(m.group(1) or m.group(2), m.start() + 1) for m in _DEFINITION_LINE_BYTES.finditer(raw)]
+        for name, at in found:  # at: the line's offset (the match starts at the newline before it)
+            key = name.decode("ascii")
+            got = starts.get(key)
+            if got is None:
+                starts[key] = [(i, at)]
+            else:
+                got.append((i, at))
+        if _makes_impl_funcs(raw):
+            macro_files.append(i)
+        if not isinstance(raw, bytes):
+            raw.close()
+    return starts, macro_files
+
+
 class _CppIndex:
     """Kernel definitions of the tree's native .cpp files, found at first use: every file is
     scanned once and its column-0 lines that may open a definition are indexed by name; a
     kernel asked about is then read closely at its own lines only (the first definition in
     file order wins, a file's plain definitions before its macro instances)."""
 
-    def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
+    def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]], scan: Callable[[], object] | None = None):
         self.files = files  # (rel, path)
         self.stubs = stubs
-        self._raw: list | None = None  # each file's bytes (mapped)
+        self._scan = scan
+        self._indexed = False
         self._texts: dict[int, str] = {}  # decoded, for the files read closely
         self._starts: dict[str, list[tuple[int, int]]] = {}  # name -> (file index, line start)
         self._macro_files: list[int] = []  # files defining a macro whose body has a TORCH_IMPL_FUNC
@@ -221,20 +249,15 @@ class _CppIndex:
         return tuple(dict.fromkeys(n for n in _CALL.findall(body) if n in self.stubs))
 
     def _index(self) -> None:
-        if self._raw is not None:
+        if self._indexed:
             return
-        raws = []
-        for i, (_rel, path) in enumerate(self.files):
-            raw = _mapped(path)
-            raws.append(raw)
-            first = _FIRST_LINE_BYTES.match(raw)
-            if first is not None:
-                self._add((first.group(1) or first.group(2)).decode("ascii"), i, 0)
-            for m in _DEFINITION_LINE_BYTES.finditer(raw):  # m.start(): the newline before the line
-                self._add((m.group(1) or m.group(2)).decode("ascii"), i, m.start() + 1)
-            if _makes_impl_funcs(raw):
-                self._macro_files.append(i)
-        self._raw = raws
+        self._indexed = True
+        got = self._scan() if self._scan is not None else None
+        if got is not None:  # scanned by a child (marshal turned its tuples into lists)
+            starts, self._macro_files = got  # type: ignore[misc]
+            self._starts = {name: [tuple(s) for s in at] for name, at in starts.items()}
+        else:
+            self._starts, self._macro_files = scan_candidates(self.files)
 
     def _add(self, name: str, i: int, at: int) -> None:
         got = self._starts.get(name)
@@ -248,8 +271,9 @@ class _CppIndex:
         of several bytes make offsets differ, they are found again in the text."""
         text = self._texts.get(i)
         if text is None:
-            raw = self._raw[i]  # type: ignore[index]
-            text = self._texts[i] = bytes(raw).decode("utf-8", "replace")
+            with open(self.files[i][1], "rb") as fh:
+                raw = fh.read()
+            text = self._texts[i] = raw.decode("utf-8", "replace")
             if len(text) != len(raw):
                 for name, starts in self._starts.items():
                     starts[:] = [s for s in starts if s[0] != i]
@@ -332,9 +356,11 @@ _RESOLVER_KEY = "StubResolver"  # in PytorchTree.memo
 class StubResolver:
     """Resolve rows to stubs over one tree (stubs and .cpp definitions read once)."""
 
-    def __init__(self, stubs: dict[str, tuple[str, int]], cpp_files: list[tuple[str, str]]):
+    def __init__(self, stubs: dict[str, tuple[str, int]], cpp_files: list[tuple[str, str]], scan: Callable[[], object] | None = None):
+        """``scan``: returns :func:`scan_candidates` of ``cpp_files`` as computed elsewhere (a
+        child process: :mod:`mpsgen.tree.forked`), or None to compute it here."""
         self.stubs = stubs
-        self._cpp = _CppIndex(cpp_files, stubs)
+        self._cpp = _CppIndex(cpp_files, stubs, scan)
         self._memo: dict[tuple[str, str], StubResolution] = {}
 
     @classmethod

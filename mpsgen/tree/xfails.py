@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator
 
-
-from mpsgen.records import Record
+from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree.source import match_close
+
+if TYPE_CHECKING:
+    import ast
 
 # torch dtype spellings -> canonical names
 _ALIASES = {
@@ -68,6 +69,8 @@ def _statements(nodes: list) -> Iterator[ast.AST]:
 
 def _source(node: ast.expr) -> str:
     """``ast.unparse(node)``, without unparsing the common ``torch.float32`` and ``x``."""
+    import ast
+
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"{node.value.id}.{node.attr}"
     if isinstance(node, ast.Name):
@@ -77,7 +80,10 @@ def _source(node: ast.expr) -> str:
 
 def read_xfail_entries(text: str) -> list[XfailEntry]:
     """The xfail/skip entries of ``mps_ops_modifier`` (those :func:`mpsgen.edits.common_mps.xfail_entries`
-    reads with libcst), read with ``ast``: fast, for readers that do not edit; [] when the file does not parse."""
+    reads with libcst), read with ``ast``: fast, for readers that do not edit; [] when the file does not parse.
+    (``ast`` is imported here: ``mpsgen check`` parses in a child process, see mpsgen.check.index.)"""
+    import ast
+
     try:
         module = ast.parse(text)
     except SyntaxError:

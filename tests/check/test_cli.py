@@ -137,7 +137,8 @@ def test_check_imports_only_what_it_needs(check_tree):
     """pre-commit and lintrunner start a process per run: `mpsgen check` loads the standard
     library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
     dataclasses machinery, nor the edits' full yaml reader; not argparse for a hook's plain
-    command line, nor typing, whose NamedTuple mpsgen.records stands in for). Run without
+    command line, nor typing, whose NamedTuple mpsgen.records stands in for; nor ast: the
+    child process it forks parses common_mps.py). Run without
     site-packages (-S), as a fresh venv would, so that nothing else preloads a module."""
     import subprocess
     import sys
@@ -154,5 +155,23 @@ def test_check_imports_only_what_it_needs(check_tree):
     assert proc.returncode == 0, proc.stderr
     loaded = set(proc.stdout.split())
     assert "mpsgen.check.rules" in loaded  # the check really ran
-    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse", "typing"}
+    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse", "typing", "ast"}
     assert not loaded & unwanted, sorted(loaded & unwanted)
+
+
+def test_prefetch_in_a_child_gives_the_same_findings(check_tree, real_tree):
+    """The CLI reads the yaml rows, the native .cpp and common_mps.py's xfails in a forked
+    child (mpsgen.tree.forked): the same findings as reading them in-process."""
+    from mpsgen.check import run_check
+    from mpsgen.tree import PytorchTree
+
+    for root in (check_tree, real_tree):
+        serial = run_check(PytorchTree(root), strict=True)
+        forked = run_check(PytorchTree(root), strict=True, prefetch=True)
+        assert forked.findings == serial.findings and forked.notes == serial.notes
+    assert serial.findings  # the real tree's partial-tree findings: something was compared
+    # and the child did the work (its results, not the in-process fallback, were compared)
+    from mpsgen.check.index import Index
+
+    index = Index(PytorchTree(real_tree), prefetch=True)
+    assert index.cpp_scan() is not None and index._xfails() is not None and index.xfail_entries()
