@@ -1,9 +1,13 @@
 """How fast is ``mpsgen check`` on a tree the size of PyTorch's?
 
 Builds, in a temporary folder, a tree with the real native_functions.yaml of the installed
-torch wheel (~600 KB), its ATen headers, and ~70 ``.mm`` (~1.5 MB) / ~120 ``.metal``
-(~1.1 MB) files generated from mpsgen's own practice-tree sources (ops renamed per copy, so
-names stay unique). Then prints, from the same run:
+torch wheel (~600 KB), its ATen headers, ~70 ``.mm`` (~1.5 MB) / ~120 ``.metal`` (~1.1 MB)
+files generated from mpsgen's own practice-tree sources (ops renamed per copy, so names stay
+unique), and native ``.cpp`` sources of upstream's size, which check's row -> stub resolver
+reads: 182 files, 2.5 MB, of real C++ (the wheel's own ATen headers, read at run time), and a
+3.7 MB generated table of numbers standing for SobolEngineOpsUtils.cpp (sizes counted in
+pytorch/pytorch: 131 current native/*.cpp of 2.14 MB besides that table, 51 files and 0.37 MB
+in the sub-folders the resolver enters). Then prints, from the same run:
 
 * the median wall time of ``check`` on the whole tree (target: <= 150 ms),
 * the median wall time of torchgen's ``parse_native_yaml`` on the same yaml
@@ -38,7 +42,11 @@ of .mm it holds 5x the TORCH_IMPL_FUNCs (1.2 vs 0.22) and 9x the ``#define`` lin
 
 Whole-process times are given twice: with this installation's interpreter, whose ``.pth``
 start-up hooks may import packages (here ~25 ms of it), and in a fresh virtual environment
-of the same Python (no hooks: a contributor's venv; check needs only the standard library).
+of the same Python through pip's ``mpsgen`` launcher (no hooks: a contributor's venv, and the
+command a hook's ``entry: mpsgen check`` runs; check needs only the standard library). The
+check process forks one child that reads the yaml rows, the native .cpp, the stub headers and
+common_mps.py meanwhile (mpsgen.tree.forked): on this 2-core VM as on a contributor's Mac the
+two run side by side; the in-process ``check:`` line reads everything in one process.
 
 ``check`` does the same work on both: it scans every file in full and expands (op, dtype)
 registrations only where MPS004/MPS006/MPS009 need them. The dense tree costs more because
