@@ -35,6 +35,7 @@ from mpsgen.tree.kernels import (
     scan_kernel_file,
 )
 from mpsgen.tree.forked import Forked
+from mpsgen.tree.functors import FunctorStruct, Overload, scan_functors
 from mpsgen.tree.native_rows import Dispatch as RowDispatch
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.tree.resolver import native_cpp_files, scan_candidates
@@ -68,6 +69,24 @@ def _plain_xfails(path: str) -> list[tuple]:
     return [tuple(e) for e in read_xfail_entries(text)]
 
 
+def _plain_functors(paths: list[str]) -> list[list[tuple] | None]:
+    """The functor structs of .metal files as plain tuples (a child process's result); None
+    for a file not read as it is (as :func:`_plain_rows`: the parent reads that one)."""
+    out: list[list[tuple] | None] = []
+    for path in paths:
+        try:
+            text = read_bounded(path, "").decode("utf-8")
+        except (BadInput, UnicodeDecodeError):
+            out.append(None)
+            continue
+        if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+            out.append(None)
+            continue
+        structs = scan_functors(text) if "_functor" in text else []
+        out.append([(f.name, f.line, tuple(tuple(o) for o in f.overloads)) for f in structs])
+    return out
+
+
 def _rows_of(plain: list[tuple]) -> list[Row]:
     new = tuple.__new__  # (the classes' own __new__ is a Python function)
     return [new(Row, (b, o, line, tuple([new(RowDispatch, d) for d in disp]))) for b, o, line, disp in plain]
@@ -92,13 +111,20 @@ class Index:
         self._needs: dict[tuple[str, int], bool] = {}
         self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
         self.cpp_files = native_cpp_files(self._root_str)
-        # a child reads the yaml rows, the native .cpp, the DECLARE_DISPATCH headers and
-        # common_mps.py's xfails meanwhile (needed last: the rows and stubs at the end of
-        # this, the rest when a rule first ties a row to its stub or reads the xfails)
+        # a child reads the yaml rows, the DECLARE_DISPATCH headers, the native .cpp, the
+        # functor structs of the .metal files and common_mps.py's xfails meanwhile, in the
+        # order they are needed: the rows and stubs at the end of this, the rest when a rule
+        # first ties a row to its stub, lints a functor or reads the xfails
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
         child = None
+        metal_rel = self._list(KERNELS_DIR, (".metal",))
         if prefetch:
-            jobs = [(_plain_rows, (self._path(NATIVE_FUNCTIONS),)), (scan_candidates, (self.cpp_files,)), (self._declared_stubs, ())]
+            jobs = [
+                (_plain_rows, (self._path(NATIVE_FUNCTIONS),)),
+                (self._declared_stubs, ()),
+                (scan_candidates, (self.cpp_files,)),
+                (_plain_functors, ([self._path(p) for p in metal_rel],)),
+            ]
             if self.common_mps_path is not None:
                 try:
                     jobs.append((_plain_xfails, (self._path(COMMON_MPS),)))
@@ -107,8 +133,9 @@ class Index:
             child = Forked.start(jobs)
         self._child = child
         try:
-            self._xfails = (lambda: child.result(3)) if child is not None else None
-            self.cpp_scan = (lambda: child.result(1)) if child is not None else None
+            self._xfails = (lambda: child.result(4)) if child is not None else None
+            self.cpp_scan = (lambda: child.result(2)) if child is not None else None
+            self._functors = (lambda: child.result(3)) if child is not None else None
             self.yaml_path = NATIVE_FUNCTIONS
             if child is None:
                 self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
@@ -116,11 +143,11 @@ class Index:
             self._memo: dict = {}  # macro expansions, by macro text (within this run only)
             self.host_files = [scan_host(p, self.read(p), self._memo) for p in host_rel if p.endswith(HOST_SUFFIXES)]
             self.mps_headers = [p for p in host_rel if p.endswith(".h")]
-            self.metal_files = [self._scan_metal(p) for p in self._list(KERNELS_DIR, (".metal",))]
+            self.metal_files = [self._scan_metal(p) for p in metal_rel]
             if child is not None:
                 plain = child.result(0)
                 self.rows = _rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
-            stubs = child.result(2) if child is not None else None
+            stubs = child.result(1) if child is not None else None
             self.stubs = stubs if stubs is not None else self._declared_stubs()
         except BaseException:
             self.close()  # an error reading the tree: the child's work is not wanted
@@ -188,6 +215,20 @@ class Index:
                 text = SourceFile.from_bytes(rel, raw).text
             self._texts[rel] = text
         return text
+
+    def functor_structs(self) -> list[tuple[MetalFile, list[FunctorStruct]]]:
+        """Each .metal file with the functor structs written out in it (for the functor
+        lints), as the child read them where it did."""
+        plain = self._functors() if self._functors is not None else None
+        if plain is not None and len(plain) == len(self.metal_files):
+            new = tuple.__new__
+            for m, structs in zip(self.metal_files, plain):
+                if structs is not None and m._structs is None:
+                    m._structs = [
+                        new(FunctorStruct, (name, line, tuple([new(Overload, o) for o in overloads])))
+                        for name, line, overloads in structs
+                    ]
+        return [(m, m.functor_structs) for m in self.metal_files]
 
     def xfail_entries(self) -> list[XfailEntry]:
         """The xfail/skip entries of common_mps.py (:func:`~mpsgen.tree.xfails.read_xfail_entries`)."""

@@ -174,7 +174,7 @@ class Facts:
     @cached_property
     def functor_defs(self) -> list:
         """(metal file, its functor structs), for the files that define any (read once for MPS010-MPS013)."""
-        return [(m, m.functor_structs) for m in self.index.metal_files if m.functor_structs]
+        return [(m, structs) for m, structs in self.index.functor_structs() if structs]
 
     @cached_property
     def migrated_from(self) -> dict[str, list[tuple[str, int]]]:

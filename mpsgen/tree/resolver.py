@@ -253,11 +253,7 @@ class _CppIndex:
             return
         self._indexed = True
         got = self._scan() if self._scan is not None else None
-        if got is not None:  # scanned by a child (marshal turned its tuples into lists)
-            starts, self._macro_files = got  # type: ignore[misc]
-            self._starts = {name: [tuple(s) for s in at] for name, at in starts.items()}
-        else:
-            self._starts, self._macro_files = scan_candidates(self.files)
+        self._starts, self._macro_files = got if got is not None else scan_candidates(self.files)  # type: ignore[misc]
 
     def _add(self, name: str, i: int, at: int) -> None:
         got = self._starts.get(name)
@@ -304,15 +300,16 @@ class _CppIndex:
         if kernel not in _NOT_FUNCTIONS:
             self._index()
             starts = self._starts.get(kernel, ())
-            for i in sorted({i for i, _ in starts} | set(self._macro_files)):
+            macro_files = [i for i in self._macro_files if kernel in self._made_by_macros(i)]
+            for i in sorted({i for i, _ in starts} | set(macro_files)):
                 text = self._text(i)
                 for _, at in [s for s in self._starts.get(kernel, ()) if s[0] == i]:
                     m = _TOP_DEFINITION.match(text, at)
                     if m is not None and (m.group(1) or m.group(2)) == kernel:
                         found = KernelDefinition(kernel, self.files[i][0], text.count("\n", 0, at) + 1, self._stubs_called(m.group(3)))
                         break
-                if found is None and i in self._macro_files:
-                    found = self._made_by_macros(i).get(kernel)
+                if found is None and i in macro_files:
+                    found = self._made_by_macros(i)[kernel]
                 if found is not None:
                     break
         self._found[kernel] = found

@@ -38,9 +38,9 @@ def test_results_come_back_in_job_order_and_larger_than_a_pipe():
     assert job.result(1) == _big(20000)  # asked again: the same
 
 
-def test_a_failing_job_leaves_it_and_the_later_ones_to_the_caller():
+def test_a_failing_job_is_left_to_the_caller_and_the_next_ones_still_run():
     job = Forked.start([(_square, (2,)), (_fail, ()), (_square, (5,))])
-    assert (job.result(0), job.result(1), job.result(2)) == (4, None, None)
+    assert (job.result(0), job.result(1), job.result(2)) == (4, None, 25)
 
 
 def test_a_killed_child_gives_none():
@@ -48,9 +48,23 @@ def test_a_killed_child_gives_none():
     assert (job.result(0), job.result(1)) == (None, None)
 
 
-def test_an_unmarshallable_result_gives_none():
+def test_an_unmarshallable_or_too_large_result_gives_none(monkeypatch):
     job = Forked.start([(lambda: object(), ()), (_square, (5,))])
-    assert (job.result(0), job.result(1)) == (None, None)
+    assert (job.result(0), job.result(1)) == (None, 25)
+    monkeypatch.setattr("mpsgen.tree.forked.CAPACITY", 1 << 16)
+    job = Forked.start([(_big, (100,)), (_big, (20000,)), (_square, (6,))])  # ~3 KB, ~700 KB, fits
+    assert job.result(0) == _big(100) and job.result(1) is None and job.result(2) == 36
+
+
+def test_results_are_published_as_they_come():
+    """A result is read while the child still works on the next job (none waits for the
+    parent to read: a large result does not fill a pipe)."""
+    import time
+
+    job = Forked.start([(_big, (20000,)), (_sleep, ())])
+    start = time.monotonic()
+    assert job.result(0) == _big(20000) and time.monotonic() - start < 5
+    job.close()
 
 
 def test_no_fork_while_other_threads_run():
