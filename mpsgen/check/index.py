@@ -35,8 +35,8 @@ from mpsgen.tree.kernels import (
     scan_kernel_file,
 )
 from mpsgen.tree.forked import Forked
-from mpsgen.tree.functors import FunctorStruct, Overload, scan_functors
-from mpsgen.tree.native_rows import Dispatch as RowDispatch
+from mpsgen.check import prefetch_jobs
+from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.tree.resolver import native_cpp_files, scan_candidates
 from mpsgen.tree.source import SourceFile, read_bounded
@@ -48,48 +48,6 @@ __all__ = ["Definition", "Dispatch", "HostFile", "Index", "KernelUse", "MetalFil
 
 MPS_DIR = "aten/src/ATen/native/mps"
 HOST_SUFFIXES = (".mm", ".cpp")
-
-
-def _plain_rows(path: str) -> list[tuple]:
-    """The yaml's rows as plain tuples (what a child process sends back): only for a file
-    :meth:`Index.read` takes as it is (UTF-8, no CR, no conflict marker); any other raises,
-    and the parent reads it itself, refusing it with the message of the tree scanners."""
-    text = read_bounded(path, "").decode("utf-8")
-    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
-        raise ValueError(path)
-    return [(r.base, r.overload, r.start_line, tuple(tuple(d) for d in r.dispatch)) for r in scan_rows(text)]
-
-
-def _plain_xfails(path: str) -> list[tuple]:
-    """common_mps.py's xfail entries as plain tuples (a child process's result; as
-    :func:`_plain_rows`, only for a file read as it is)."""
-    text = read_bounded(path, "").decode("utf-8")
-    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
-        raise ValueError(path)
-    return [tuple(e) for e in read_xfail_entries(text)]
-
-
-def _plain_functors(paths: list[str]) -> list[list[tuple] | None]:
-    """The functor structs of .metal files as plain tuples (a child process's result); None
-    for a file not read as it is (as :func:`_plain_rows`: the parent reads that one)."""
-    out: list[list[tuple] | None] = []
-    for path in paths:
-        try:
-            text = read_bounded(path, "").decode("utf-8")
-        except (BadInput, UnicodeDecodeError):
-            out.append(None)
-            continue
-        if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
-            out.append(None)
-            continue
-        structs = scan_functors(text) if "_functor" in text else []
-        out.append([(f.name, f.line, tuple(tuple(o) for o in f.overloads)) for f in structs])
-    return out
-
-
-def _rows_of(plain: list[tuple]) -> list[Row]:
-    new = tuple.__new__  # (the classes' own __new__ is a Python function)
-    return [new(Row, (b, o, line, tuple([new(RowDispatch, d) for d in disp]))) for b, o, line, disp in plain]
 
 
 class Index:
@@ -120,14 +78,14 @@ class Index:
         metal_rel = self._list(KERNELS_DIR, (".metal",))
         if prefetch:
             jobs = [
-                (_plain_rows, (self._path(NATIVE_FUNCTIONS),)),
+                (prefetch_jobs.plain_rows, (self._path(NATIVE_FUNCTIONS),)),
                 (self._declared_stubs, ()),
                 (scan_candidates, (self.cpp_files,)),
-                (_plain_functors, ([self._path(p) for p in metal_rel],)),
+                (prefetch_jobs.plain_functors, ([self._path(p) for p in metal_rel],)),
             ]
             if self.common_mps_path is not None:
                 try:
-                    jobs.append((_plain_xfails, (self._path(COMMON_MPS),)))
+                    jobs.append((prefetch_jobs.plain_xfails, (self._path(COMMON_MPS),)))
                 except BadInput:
                     pass  # refused when a rule reads it (one may not)
             child = Forked.start(jobs)
@@ -146,7 +104,7 @@ class Index:
             self.metal_files = [self._scan_metal(p) for p in metal_rel]
             if child is not None:
                 plain = child.result(0)
-                self.rows = _rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
+                self.rows = prefetch_jobs.rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
             stubs = child.result(1) if child is not None else None
             self.stubs = stubs if stubs is not None else self._declared_stubs()
         except BaseException:
@@ -221,13 +179,9 @@ class Index:
         lints), as the child read them where it did."""
         plain = self._functors() if self._functors is not None else None
         if plain is not None and len(plain) == len(self.metal_files):
-            new = tuple.__new__
             for m, structs in zip(self.metal_files, plain):
                 if structs is not None and m._structs is None:
-                    m._structs = [
-                        new(FunctorStruct, (name, line, tuple([new(Overload, o) for o in overloads])))
-                        for name, line, overloads in structs
-                    ]
+                    m._structs = prefetch_jobs.functors_of(structs)
         return [(m, m.functor_structs) for m in self.metal_files]
 
     def xfail_entries(self) -> list[XfailEntry]:
@@ -236,7 +190,7 @@ class Index:
             return []
         plain = self._xfails() if self._xfails is not None else None
         if plain is not None:
-            return [XfailEntry(n, k, tuple(d) if d is not None else None, line) for n, k, d, line in plain]  # type: ignore[union-attr]
+            return prefetch_jobs.xfails_of(plain)
         return read_xfail_entries(self.read(self.common_mps_path))
 
     def text(self, rel: str) -> str | None:

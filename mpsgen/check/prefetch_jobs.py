@@ -1,0 +1,63 @@
+"""The jobs ``mpsgen check``'s child process runs (:mod:`mpsgen.tree.forked`), and the
+records the parent makes of their results.
+
+A job reads a file as :meth:`mpsgen.check.index.Index.read` takes it as it is (UTF-8, no
+carriage return, no conflict marker) or gives it up (raises, or None for one file of many):
+the parent then reads that file itself, with the tree scanners' checks and messages. Results
+are plain tuples (what marshal carries); the parent builds the scanners' records from them
+with ``tuple.__new__`` (their own ``__new__`` is a Python function: thousands of rows).
+"""
+
+from __future__ import annotations
+
+from mpsgen.errors import BadInput
+from mpsgen.tree.functors import FunctorStruct, Overload, scan_functors
+from mpsgen.tree.native_rows import Dispatch, Row, scan_rows
+from mpsgen.tree.source import read_bounded
+from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
+
+
+def _as_is(path: str) -> str:
+    text = read_bounded(path, "").decode("utf-8")
+    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+        raise ValueError(f"{path}: read by the parent")
+    return text
+
+
+def plain_rows(path: str) -> list[tuple]:
+    """native_functions.yaml's rows (:func:`~mpsgen.tree.native_rows.scan_rows`)."""
+    return [(r.base, r.overload, r.start_line, tuple(tuple(d) for d in r.dispatch)) for r in scan_rows(_as_is(path))]
+
+
+def rows_of(plain: list[tuple]) -> list[Row]:
+    new = tuple.__new__
+    return [new(Row, (b, o, line, tuple([new(Dispatch, d) for d in disp]))) for b, o, line, disp in plain]
+
+
+def plain_xfails(path: str) -> list[tuple]:
+    """common_mps.py's xfail entries (:func:`~mpsgen.tree.xfails.read_xfail_entries`)."""
+    return [tuple(e) for e in read_xfail_entries(_as_is(path))]
+
+
+def xfails_of(plain: list[tuple]) -> list[XfailEntry]:
+    return [XfailEntry(n, k, tuple(d) if d is not None else None, line) for n, k, d, line in plain]
+
+
+def plain_functors(paths: list[str]) -> list[list[tuple] | None]:
+    """Each .metal file's functor structs (:func:`~mpsgen.tree.functors.scan_functors`);
+    None for a file not read as it is."""
+    out: list[list[tuple] | None] = []
+    for path in paths:
+        try:
+            text = _as_is(path)
+        except (BadInput, UnicodeDecodeError, ValueError):
+            out.append(None)
+            continue
+        structs = scan_functors(text) if "_functor" in text else []
+        out.append([(f.name, f.line, tuple(tuple(o) for o in f.overloads)) for f in structs])
+    return out
+
+
+def functors_of(plain: list[tuple]) -> list[FunctorStruct]:
+    new = tuple.__new__
+    return [new(FunctorStruct, (name, line, tuple([new(Overload, o) for o in overloads]))) for name, line, overloads in plain]
