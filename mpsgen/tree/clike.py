@@ -473,14 +473,25 @@ def _expand_ops(table: MacroTable, name: str, base: set[str], args: tuple[str, .
     return [_Op(substitute(bargs[0], args)) for _, bargs in table.base_calls(name, base) if bargs]
 
 
+def _has_word(line: str, word: str) -> bool:
+    """Whether ``word`` is in ``line`` as a whole word (what a ``(?<!\\w)word(?!\\w)`` search
+    finds, without compiling a pattern per word)."""
+    at = line.find(word)
+    while at >= 0:
+        before, after = line[at - 1 : at] if at else "", line[at + len(word) : at + len(word) + 1]
+        if not (before and (before.isalnum() or before == "_")) and not (after and (after.isalnum() or after == "_")):
+            return True
+        at = line.find(word, at + 1)
+    return False
+
+
 def _body_line(text_lines: list[str], macros: dict[str, MacroDef], macro: str, op: str, depth: int = 0) -> int | None:
     """1-based line, inside the definition of ``macro`` (or a file macro it uses), naming ``op``."""
     d = macros.get(macro)
     if d is None or depth > MAX_EXPANSION_DEPTH:
         return None
-    pat = re.compile(rf"(?<!\w){re.escape(op)}(?!\w)")
     for i in range(d.start_line, min(d.end_line + 1, len(text_lines))):
-        if pat.search(text_lines[i]):
+        if _has_word(text_lines[i], op):
             return i + 1
     for inner, _ in parse_calls(d.body):
         if inner in macros and inner != macro:

@@ -95,3 +95,20 @@ def test_an_instance_of_a_macro_writing_a_plain_function_is_an_mpsgraph_impl():
     )
     impls = scan_mm(text).impls
     assert [(i.kernel, i.form, i.start_line, i.macro) for i in impls] == [("abs_out_mps", "macro_instance", 5, "MAKE_UNARY")]
+
+
+def test_whole_word_search_is_the_regex_one():
+    """clike._has_word finds a whole word as re.search(r"(?<!\\w)word(?!\\w)") does."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mpsgen.tree.clike import _has_word
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text(alphabet="ab_1 (),é\t#", max_size=14), st.text(alphabet="ab_1", min_size=1, max_size=3))
+    def same(line: str, word: str) -> None:
+        assert _has_word(line, word) == bool(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", line))
+
+    same()
