@@ -177,14 +177,22 @@ _DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL.pattern.encode(), re.M)
 
 
 def _mapped(path: str) -> bytes | mmap.mmap:
-    """A file's bytes, mapped read-only (the page cache's own pages: no copy)."""
+    """A file's bytes, mapped read-only (the page cache's own pages: no copy); nothing for
+    what is not a regular file (a FIFO named *.cpp is not waited on)."""
     import mmap
+    import stat
 
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
         try:
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (ValueError, OSError):  # empty, or a file that cannot be mapped
-            return fh.read()
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                return fh.read()
+    finally:
+        os.close(fd)
 
 
 def _makes_impl_funcs(raw: bytes | mmap.mmap) -> bool:

@@ -215,3 +215,23 @@ def test_cpp_index_reads_non_ascii_empty_and_first_line_definitions(tmp_path):
     assert (later.line, later.stubs) == (6, ("later_stub",))
     assert (made.line, made.stubs, made.via) == (13, ("made_stub",), "MAKE")
     assert index.find("missing_out") is None
+
+
+def test_cpp_index_passes_over_a_fifo(tmp_path):
+    """A FIFO named *.cpp under native/ is not waited on (nothing writes to it)."""
+    import os
+    import signal
+
+    import pytest
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(tmp_path / "Evil.cpp")
+    (tmp_path / "Ops.cpp").write_text(CPP)
+    index = R._CppIndex([("Evil.cpp", str(tmp_path / "Evil.cpp")), ("Ops.cpp", str(tmp_path / "Ops.cpp"))], STUBS)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("waited on the FIFO"))
+    signal.alarm(10)
+    try:
+        assert index.find("sub_out").path == "Ops.cpp"
+    finally:
+        signal.alarm(0)
