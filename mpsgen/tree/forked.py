@@ -13,6 +13,8 @@ parent reads them; notices never do).
 Any failure (no ``os.fork`` on this platform, other threads running, a job raising, a result
 not marshallable or too large, the child killed) leaves that job's :meth:`Forked.result`
 None, and the caller does the work itself: a result never depends on whether a child ran.
+Nor is a child started where the process may use one CPU only: there it would only add the
+fork's cost to the same work.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Forked:
         """A child computing the jobs, or None where forking is not possible or not safe (no
         ``os.fork``; other threads running, whose locks a child could inherit held)."""
         threading = sys.modules.get("threading")
-        if not jobs or not hasattr(os, "fork") or (threading is not None and threading.active_count() > 1):
+        if not jobs or not hasattr(os, "fork") or (threading is not None and threading.active_count() > 1) or usable_cpus() < 2:
             return None
         import mmap
 
@@ -128,6 +130,14 @@ class Forked:
                 os.waitpid(self._pid, 0)
             except ChildProcessError:
                 pass
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS has no affinity masks
+        return os.cpu_count() or 1
 
 
 def _run(jobs: Sequence[tuple[Callable[..., object], tuple]], shared, notices: int) -> None:

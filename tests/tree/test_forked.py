@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from mpsgen.tree.forked import Forked
+from mpsgen.tree.forked import Forked, usable_cpus
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or usable_cpus() < 2, reason="no os.fork here, or one CPU: no child is started")
 
 
 def _square(n: int) -> int:
@@ -125,3 +125,8 @@ def test_the_child_does_not_hold_the_callers_output(tmp_path):
     start = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[2])], capture_output=True, text=True, timeout=30)
     assert out.stdout == "parent done\n" and time.monotonic() - start < 3.5
+
+
+def test_no_child_with_one_cpu(monkeypatch):
+    monkeypatch.setattr("mpsgen.tree.forked.usable_cpus", lambda: 1)
+    assert Forked.start([(_square, (2,))]) is None
