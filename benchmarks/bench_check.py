@@ -365,6 +365,9 @@ def processes(root: Path, runs: int) -> None:
     read_only = statistics.median(time_process(floor_cmd, runs)) * 1000
     tg_cmd = [py, "-c", f"import torchgen.gen as g; g.parse_native_yaml({str(root / NATIVE_FUNCTIONS)!r}, {str(tags)!r})"]
     tg = statistics.median(time_process(tg_cmd, max(3, runs // 3))) * 1000
+    from mpsgen.tree.forked import usable_cpus
+
+    print(f"process:       {usable_cpus()} CPUs usable here (check forks one child process where 2 or more are)")
     print(f"process:       bare `python -c pass`      {bare:6.1f} ms (this machine's floor for any Python tool)")
     print(f"process:       `mpsgen check`             {check:6.1f} ms whole ({check - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if check <= 100 else 'MISSED'}")
     print(f"process:       bare venv `python -c pass` {venv_bare:6.1f} ms (a fresh venv: {bare - venv_bare:4.1f} ms less than this installation's, whose .pth hooks import packages at start-up)")
