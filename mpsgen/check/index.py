@@ -20,7 +20,7 @@ from mpsgen.tree import (
     OPERATIONS_DIR,
     PytorchTree,
 )
-from mpsgen.errors import BadInput
+from mpsgen.check import prefetch_jobs
 from mpsgen.tree.clike import Lines
 from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, scan_host
 from mpsgen.tree.kernels import (
@@ -35,10 +35,9 @@ from mpsgen.tree.kernels import (
     scan_kernel_file,
 )
 from mpsgen.tree.forked import Forked
-from mpsgen.check import prefetch_jobs
 from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
-from mpsgen.tree.resolver import native_cpp_files, scan_candidates
+from mpsgen.tree.resolver import native_cpp_files
 from mpsgen.tree.source import SourceFile, read_bounded
 from mpsgen.tree.stubs import collect_stubs
 from mpsgen.tree.walk import walk_files
@@ -54,9 +53,11 @@ class Index:
     """Everything ``check`` knows about a tree; every file is read at most once."""
 
     def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
-        """``prefetch``: scan the native .cpp sources (for the row -> stub resolver) in a child
-        process meanwhile (:mod:`mpsgen.tree.forked`; the ``mpsgen check`` process does, a
-        library caller need not fork)."""
+        """``prefetch``: a child process (:mod:`mpsgen.tree.forked`) reads meanwhile what is
+        needed last and travels as plain data: the yaml rows, the DECLARE_DISPATCH headers,
+        the native .cpp (for the row -> stub resolver), the .metal files' functor structs and
+        common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not
+        fork. Whatever the child does not deliver is read here, with the same result."""
         self.tree = tree
         self.root = tree.root
         self._root_str = str(tree.root)
@@ -68,48 +69,40 @@ class Index:
         self._contexts: dict[tuple[int, ...], MetalContext] = {}
         self._needs: dict[tuple[str, int], bool] = {}
         self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
-        self.cpp_files = native_cpp_files(self._root_str)
-        # a child reads the yaml rows, the DECLARE_DISPATCH headers, the native .cpp, the
-        # functor structs of the .metal files and common_mps.py's xfails meanwhile, in the
-        # order they are needed: the rows and stubs at the end of this, the rest when a rule
-        # first ties a row to its stub, lints a functor or reads the xfails
+        self.yaml_path = NATIVE_FUNCTIONS
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
-        child = None
+        self.cpp_files = native_cpp_files(self._root_str)
         metal_rel = self._list(KERNELS_DIR, (".metal",))
+        self._child: Forked | None = None
+        self._jobs: dict[str, int] = {}  # prefetched item -> its job in the child
         if prefetch:
-            jobs = [
-                (prefetch_jobs.plain_rows, (self._path(NATIVE_FUNCTIONS),)),
-                (self._declared_stubs, ()),
-                (scan_candidates, (self.cpp_files,)),
-                (prefetch_jobs.plain_functors, ([self._path(p) for p in metal_rel],)),
-            ]
-            if self.common_mps_path is not None:
-                try:
-                    jobs.append((prefetch_jobs.plain_xfails, (self._path(COMMON_MPS),)))
-                except BadInput:
-                    pass  # refused when a rule reads it (one may not)
-            child = Forked.start(jobs)
-        self._child = child
+            self._child, self._jobs = prefetch_jobs.start_child(self, metal_rel)
         try:
-            self._xfails = (lambda: child.result(4)) if child is not None else None
-            self.cpp_scan = (lambda: child.result(2)) if child is not None else None
-            self._functors = (lambda: child.result(3)) if child is not None else None
-            self.yaml_path = NATIVE_FUNCTIONS
-            if child is None:
+            if self._child is None:
                 self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
             host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
             self._memo: dict = {}  # macro expansions, by macro text (within this run only)
             self.host_files = [scan_host(p, self.read(p), self._memo) for p in host_rel if p.endswith(HOST_SUFFIXES)]
             self.mps_headers = [p for p in host_rel if p.endswith(".h")]
             self.metal_files = [self._scan_metal(p) for p in metal_rel]
-            if child is not None:
-                plain = child.result(0)
+            if self._child is not None:
+                plain = self.prefetched("rows")
                 self.rows = prefetch_jobs.rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
-            stubs = child.result(1) if child is not None else None
+            stubs = self.prefetched("stubs")
             self.stubs = stubs if stubs is not None else self._declared_stubs()
         except BaseException:
             self.close()  # an error reading the tree: the child's work is not wanted
             raise
+
+    def prefetched(self, item: str) -> object:
+        """The child's result for ``item`` (one of :func:`~mpsgen.check.prefetch_jobs.start_child`'s
+        jobs), or None: then the caller reads it in-process."""
+        job = self._jobs.get(item)
+        return self._child.result(job) if job is not None and self._child is not None else None
+
+    def cpp_scan(self) -> object:
+        """The resolver's .cpp candidates as the child found them (or None)."""
+        return self.prefetched("cpp")
 
     def close(self) -> None:
         """Stop the child process of ``prefetch`` if it is still working (a run whose rules
@@ -177,8 +170,8 @@ class Index:
     def functor_structs(self) -> list[tuple[MetalFile, list[FunctorStruct]]]:
         """Each .metal file with the functor structs written out in it (for the functor
         lints), as the child read them where it did."""
-        plain = self._functors() if self._functors is not None else None
-        if plain is not None and len(plain) == len(self.metal_files):
+        plain = self.prefetched("functors")
+        if isinstance(plain, list) and len(plain) == len(self.metal_files):
             for m, structs in zip(self.metal_files, plain):
                 if structs is not None and m._structs is None:
                     m._structs = prefetch_jobs.functors_of(structs)
@@ -188,9 +181,9 @@ class Index:
         """The xfail/skip entries of common_mps.py (:func:`~mpsgen.tree.xfails.read_xfail_entries`)."""
         if self.common_mps_path is None:
             return []
-        plain = self._xfails() if self._xfails is not None else None
+        plain = self.prefetched("xfails")
         if plain is not None:
-            return prefetch_jobs.xfails_of(plain)
+            return prefetch_jobs.xfails_of(plain)  # type: ignore[arg-type]
         return read_xfail_entries(self.read(self.common_mps_path))
 
     def text(self, rel: str) -> str | None:

@@ -11,10 +11,35 @@ with ``tuple.__new__`` (their own ``__new__`` is a Python function: thousands of
 from __future__ import annotations
 
 from mpsgen.errors import BadInput
+from mpsgen.records import TYPE_CHECKING
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
+from mpsgen.tree.forked import Forked
 from mpsgen.tree.functors import FunctorStruct, Overload, scan_functors
 from mpsgen.tree.native_rows import Dispatch, Row, scan_rows
+from mpsgen.tree.resolver import scan_candidates
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
+
+if TYPE_CHECKING:
+    from mpsgen.check.index import Index
+
+
+def start_child(index: Index, metal_rel: list[str]) -> tuple[Forked | None, dict[str, int]]:
+    """The child reading for ``index``, and which job gives which item; jobs in the order
+    their results are needed (rows and stubs at the end of the index, the rest by rules)."""
+    jobs = {
+        "rows": (plain_rows, (index._path(NATIVE_FUNCTIONS),)),
+        "stubs": (index._declared_stubs, ()),
+        "cpp": (scan_candidates, (index.cpp_files,)),
+        "functors": (plain_functors, ([index._path(p) for p in metal_rel],)),
+    }
+    if index.common_mps_path is not None:
+        try:
+            jobs["xfails"] = (plain_xfails, (index._path(COMMON_MPS),))
+        except BadInput:
+            pass  # refused when a rule reads it (one may not)
+    child = Forked.start(list(jobs.values()))
+    return child, ({name: i for i, name in enumerate(jobs)} if child is not None else {})
 
 
 def _as_is(path: str) -> str:
