@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-CAPACITY = 256 << 20  # shared bytes reserved for the results (address space: only what is written is backed)
+CAPACITY = 64 << 20  # shared bytes reserved for the results (address space: only what is written is backed; ~1 MB on upstream)
 _NOTICE = 16  # a result's offset and length (-1: failed), 8 bytes each
 
 
