@@ -33,6 +33,17 @@ _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8
 
 
+_STRINGIZE = re.compile(r"(?<!#)#\s*([A-Za-z_]\w*)")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_PASTE = re.compile(r"\s*##\s*")
+
+
+def _identifiers(names: tuple[str, ...]) -> re.Pattern:
+    """The whole identifiers ``names`` (as ``\\b([A-Za-z_]\\w*)\\b`` tokenises a body),
+    compiled once per parameter list (re's cache)."""
+    return re.compile(r"(?<![\w])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w])")
+
+
 class MacroDef(Record):
     """A ``#define`` with its (backslash-joined) body; lines are 0-based, inclusive."""
 
@@ -47,10 +58,12 @@ class MacroDef(Record):
         assert self.params is not None
         values = dict(zip(self.params, args))
         body = self.body
-        # stringize #P (but not ##)
-        body = re.sub(r"(?<!#)#\s*([A-Za-z_]\w*)", lambda m: f'"{values[m.group(1)]}"' if m.group(1) in values else m.group(0), body)
-        body = re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: values.get(m.group(1), m.group(1)), body)
-        return re.sub(r"\s*##\s*", "", body)
+        if "#" in body:  # stringize #P (but not ##)
+            body = _STRINGIZE.sub(lambda m: f'"{values[m.group(1)]}"' if m.group(1) in values else m.group(0), body)
+        names = tuple(n for n in values if _IDENTIFIER.fullmatch(n))  # not "..."
+        if names:  # each whole identifier that is a parameter (one search for them all)
+            body = _identifiers(names).sub(lambda m: values[m.group(1)], body)
+        return _PASTE.sub("", body) if "##" in body else body
 
 
 
@@ -405,7 +418,7 @@ class MacroTable:
             got = self._keys[name] = (templates, _may_collide(calls))
         return got
 
-    def findall(self, name: str, pattern: re.Pattern) -> list:
+    def findall(self, name: str, pattern: re.Pattern | ReversedPattern) -> list:
         """``pattern.finditer`` over the expansion of ``name``: lists of group tuples."""
         key = (name, pattern.pattern)
         found = self._found.get(key)
@@ -416,8 +429,28 @@ class MacroTable:
                 mkey = (text, pattern.pattern)
                 found = self._memo.get(mkey)
                 if found is None:
-                    found = self._memo[mkey] = [m.groups() for m in pattern.finditer(text)]
+                    found = self._memo[mkey] = (
+                        pattern.groups_in(text) if isinstance(pattern, ReversedPattern) else [m.groups() for m in pattern.finditer(text)]
+                    )
             self._found[key] = found
+        return found
+
+
+class ReversedPattern:
+    """A pattern whose one literal comes last (``word ( ... ) {``), searched in the reversed
+    text from that literal (a C-speed search) instead of tried at every offset: on macro
+    expansions that was ~150 us a KB. :meth:`groups_in` gives what ``re.findall`` of the
+    forward pattern gives (groups turned back, in text order; a test holds them equal)."""
+
+    __slots__ = ("_reversed", "pattern")
+
+    def __init__(self, forward: str, reversed_pattern: str):
+        self.pattern = forward  # what it stands for (and the key of memoised searches)
+        self._reversed = re.compile(reversed_pattern)
+
+    def groups_in(self, text: str) -> list[tuple]:
+        found = [tuple(g[::-1] if g is not None else None for g in m.groups()) for m in self._reversed.finditer(text[::-1])]
+        found.reverse()
         return found
 
 

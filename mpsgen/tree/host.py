@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 from mpsgen.records import Record
-from mpsgen.tree.clike import Lines, close_paren, MacroTable, Spans, _inside, define, find_statements, raw_defines, substitute
+from mpsgen.tree.clike import Lines, close_paren, MacroTable, ReversedPattern, Spans, _inside, define, find_statements, raw_defines, substitute
 from mpsgen.tree.source import split_args
 
 _REGISTER_DISPATCH = re.compile(r"REGISTER_DISPATCH[ \t]*\(")
@@ -22,7 +22,9 @@ _STATIC_FN = re.compile(r"static[ \t]+(?:inline[ \t]+)?void[ \t]+(\w+)[ \t]*\(")
 _EXEC = re.compile(r"exec_(unary|binary|ternary)_kernel[ \t]*\(\s*[\w.\->*&()]*?\s*,\s*\"([^\"\n]*)\"")
 _EXPANDED_DISPATCH = re.compile(r"REGISTER_DISPATCH\s*\(\s*([\w\x00]+)\s*,\s*&?\s*([\w\x00]+)")
 _EXPANDED_IMPL = re.compile(r"TORCH_IMPL_FUNC\s*\(\s*([\w\x00]+)\s*\)")
-_EXPANDED_DEF = re.compile(r"([\w\x00]+)\s*\([^()]*\)\s*(?:const\s*)?\{")
+# a function definition in a macro's expansion: its name's word, "(", no parenthesis, ")",
+# "const"?, "{"; searched backwards from the "{" (ReversedPattern)
+_EXPANDED_DEF = ReversedPattern(r"([\w\x00]+)\s*\([^()]*\)\s*(?:const\s*)?\{", r"\{\s*(?:tsnoc\s*)?\)[^()]*\(\s*([\w\x00]+)")
 _EXPANDED_EXEC = re.compile(r"exec_(unary|binary|ternary)_kernel\s*\(\s*[\w.\->*&()]*?\s*,\s*\"([^\"]*)\"")
 _BODY_FOLLOWS = re.compile(r"\s*(?:(?:const|override|noexcept|final)\b\s*)*(?:->[^{;]*)?\{")
 _NOT_A_DEFINITION = re.compile(r"[(=;,{}.]|->|\breturn\b|^\s|^#|^//")

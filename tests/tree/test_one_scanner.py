@@ -112,3 +112,53 @@ def test_whole_word_search_is_the_regex_one():
         assert _has_word(line, word) == bool(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", line))
 
     same()
+
+
+def test_a_reversed_pattern_finds_what_the_forward_one_finds():
+    """host's search for definitions in macro expansions runs backwards from the "{"
+    (clike.ReversedPattern): the same groups, in the same order, as the forward regex."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mpsgen.tree.host import _EXPANDED_DEF
+
+    forward = re.compile(_EXPANDED_DEF.pattern)
+    pieces = st.sampled_from(["a", "b", "_", " ", "(", ")", "{", "}", "const", "\x00", "\n", "f(x) {", ") const {", "g(", "é"])
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(pieces, max_size=16))
+    def same(parts: list[str]) -> None:
+        text = "".join(parts)
+        assert _EXPANDED_DEF.groups_in(text) == [m.groups() for m in forward.finditer(text)]
+
+    same()
+
+
+def test_macro_expansion_substitutes_as_the_token_by_token_form():
+    """MacroDef.expand searches only for the parameters' identifiers: the same text as
+    substituting token by token (every identifier looked up), with # and ## and a "..."."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mpsgen.tree.clike import MacroDef
+
+    def token_by_token(params: tuple[str, ...], body: str, args: list[str]) -> str:
+        values = dict(zip(params, args))
+        body = re.sub(r"(?<!#)#\s*([A-Za-z_]\w*)", lambda m: f'"{values[m.group(1)]}"' if m.group(1) in values else m.group(0), body)
+        body = re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: values.get(m.group(1), m.group(1)), body)
+        return re.sub(r"\s*##\s*", "", body)
+
+    words = st.sampled_from(["a", "ab", "b", "x1", "_", "...", "é", "1a", "a_b"])
+    body_parts = st.sampled_from(["a", "ab", "b", "x1", " ", "#", "##", "(", ")", ",", "é", "1", "_", "...", '"', "a_b", "\\n"])
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(words, max_size=3, unique=True), st.lists(body_parts, max_size=14), st.lists(st.sampled_from(["q", "a", "##", "1", "ab c", ""]), max_size=3))
+    def same(params: list[str], parts: list[str], args: list[str]) -> None:
+        d = MacroDef("M", tuple(params), "".join(parts), 0, 0)
+        assert d.expand(args) == token_by_token(tuple(params), d.body, args)
+
+    same()
