@@ -21,7 +21,6 @@ from mpsgen.tree.clike import (
     Lines,
     MacroTable,
     RawDefine,
-    Statement,
     _body_line,
     _expand_ops,
     _inside,
@@ -324,6 +323,10 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
             if not name.startswith("REGISTER_") and _UPPER_NAME.match(name) and not mf.inert(name):
                 pattern = _UPPER_CALL0
                 break
+    new = tuple.__new__  # RegStatement without its Python-level __new__ (thousands in a tree)
+    statements, ops_at = mf.statements, mf.ops
+    defines_functors: dict[str, bool] = {}  # own macro -> whether its expansion names a functor
+    line_of = lines.line
     for m in pattern.finditer("\n" + text):
         name = m.group(1)
         if name in base:
@@ -347,32 +350,32 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
             rest = text[close + 1 : close + 41].lstrip(" \t")
             if rest and not rest.startswith((";", "\n", "//", "\r")):
                 continue  # a definition or declaration, not a statement
-            args, line = tuple(fast_split_args(arglist)), lines.line(start)
+            args, line = tuple(fast_split_args(arglist)), line_of(start)
         if not args:
             continue
-        if name in base:
-            mf.add(RegStatement(name, args, line, False, (args[0],)))
+        if name in base or name not in own:
+            if name in base or (not base and name.endswith("_OP")):
+                # (no registration header in sight: REGISTER_*_OP is taken at its word)
+                ops_at.setdefault(args[0], []).append(len(statements))  # what mf.add does
+                statements.append(new(RegStatement, (name, args, line, False, (args[0],))))
             continue
-        if name not in own:
-            if not base and name.endswith("_OP"):
-                # no registration header in sight: take REGISTER_*_OP at its word
-                mf.add(RegStatement(name, args, line, False, (args[0],)))
-            continue
-        st = Statement(name, args, line)
         table = mf.table
         getters, varying = table.op_getters(name, base)
         if getters:
             if varying:
                 try:
-                    ops = tuple(dict.fromkeys(g if type(g) is str else g(st.args) for g in getters))
+                    ops = tuple(dict.fromkeys(g if type(g) is str else g(args) for g in getters))
                 except IndexError:
-                    ops = tuple(dict.fromkeys(r.op for r in _expand_ops(table, name, base, st.args)))
+                    ops = tuple(dict.fromkeys(r.op for r in _expand_ops(table, name, base, args)))
             else:
                 ops = tuple(getters)
-            mf.add(RegStatement(name, st.args, st.line, True, ops))
-        if "_functor" in (table.text(name) or ""):
+            mf.add(new(RegStatement, (name, args, line, True, ops)))
+        names_functor = defines_functors.get(name)
+        if names_functor is None:
+            names_functor = defines_functors[name] = "_functor" in (table.text(name) or "")
+        if names_functor:
             for (fn,) in table.findall(name, _FUNCTOR_ANY):
-                functors.setdefault(substitute(fn, st.args), st.line)
+                functors.setdefault(substitute(fn, args), line)
     if ctx.functor_calls is not None:
         # instances of the includes' functor-defining macros (a macro of the file's own
         # by the same name shadows it, and was handled above)
