@@ -167,16 +167,20 @@ def raw_defines(text: str, lines: Lines) -> tuple[dict[str, RawDefine], Spans]:
     spans = Spans()
     if "define" not in text:
         return found, spans
+    new, rfind, commented = tuple.__new__, text.rfind, lines.in_block_comment  # (RawDefine's own __new__ is Python)
+    starts, ends = spans.starts, spans.ends
     for m in _DEFINE.finditer(text):
         start = m.start()
-        line_start = text.rfind("\n", 0, start) + 1
+        line_start = rfind("\n", 0, start) + 1
         if line_start != start and text[line_start:start].strip():
             continue  # not at the start of its line
-        if lines.in_block_comment(start):
+        if commented(start):
             continue
         end = m.end()
-        spans.add(start, end)
-        found[m.group(1)] = RawDefine(m.group(1), m.group(3) if m.group(2) is not None else None, m.group(4), start, end)
+        starts.append(start)  # spans.add
+        ends.append(end)
+        name, has_params, params, body = m.group(1, 2, 3, 4)
+        found[name] = new(RawDefine, (name, params if has_params is not None else None, body, start, end))
     return found, spans
 
 
