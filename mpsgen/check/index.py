@@ -38,7 +38,7 @@ from mpsgen.tree.forked import Forked
 from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.tree.resolver import native_cpp_files
-from mpsgen.tree.source import SourceFile, read_bounded
+from mpsgen.tree.source import SourceFile, read_bounded, text_as_is
 from mpsgen.tree.stubs import collect_stubs
 from mpsgen.tree.walk import walk_files
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
@@ -156,13 +156,8 @@ class Index:
         text = self._texts.get(rel)
         if text is None:
             raw = read_bounded(self._path(rel), f"{rel} in {self.root}:")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-            # ("\r" first: a one-character search is a memchr, a two-character one a slow scan)
-            if text is None or ("\r" in text and "\r\n" in text) or "<<<<<<<" in text or ">>>>>>>" in text:
-                # the error, CRLF handling or conflict-marker refusal of the tree scanners
+            text = text_as_is(raw)
+            if text is None:  # the error, CRLF handling or conflict-marker refusal of the tree scanners
                 text = SourceFile.from_bytes(rel, raw).text
             self._texts[rel] = text
         return text

@@ -2,7 +2,7 @@
 records the parent makes of their results.
 
 A job reads a file as :meth:`mpsgen.check.index.Index.read` takes it as it is (UTF-8, no
-carriage return, no conflict marker) or gives it up (raises, or None for one file of many):
+CRLF, no conflict marker: :func:`~mpsgen.tree.source.text_as_is`) or gives it up (raises, or None for one file of many):
 the parent then reads that file itself, with the tree scanners' checks and messages. Results
 are plain tuples (what marshal carries); the parent builds the scanners' records from them
 with ``tuple.__new__`` (their own ``__new__`` is a Python function: thousands of rows).
@@ -17,7 +17,7 @@ from mpsgen.tree.forked import Forked
 from mpsgen.tree.functors import FunctorStruct, Overload, scan_functors
 from mpsgen.tree.native_rows import Dispatch, Row, scan_rows
 from mpsgen.tree.resolver import scan_candidates
-from mpsgen.tree.source import read_bounded
+from mpsgen.tree.source import read_bounded, text_as_is
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
 
 if TYPE_CHECKING:
@@ -43,8 +43,10 @@ def start_child(index: Index, metal_rel: list[str]) -> tuple[Forked | None, dict
 
 
 def _as_is(path: str) -> str:
-    text = read_bounded(path, "").decode("utf-8")
-    if "\r" in text or "<<<<<<<" in text or ">>>>>>>" in text:
+    """The file's text as :meth:`~mpsgen.check.index.Index.read` takes it as it is (else the
+    parent reads it: raises)."""
+    text = text_as_is(read_bounded(path, ""))
+    if text is None:
         raise ValueError(f"{path}: read by the parent")
     return text
 
@@ -75,7 +77,7 @@ def plain_functors(paths: list[str]) -> list[list[tuple] | None]:
     for path in paths:
         try:
             text = _as_is(path)
-        except (BadInput, UnicodeDecodeError, ValueError):
+        except (BadInput, ValueError):
             out.append(None)
             continue
         structs = scan_functors(text) if "_functor" in text else []

@@ -211,6 +211,14 @@ def _makes_impl_funcs(raw: bytes | mmap.mmap) -> bool:
     return False
 
 
+def _add_start(starts: dict[str, list[tuple[int, int]]], name: str, i: int, at: int) -> None:
+    got = starts.get(name)
+    if got is None:
+        starts[name] = [(i, at)]
+    else:
+        got.append((i, at))
+
+
 def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[int, int]]], list[int]]:
     """Each file's candidate definition lines (name -> [(file index, line start)], in file
     order) and the files whose macros may make a TORCH_IMPL_FUNC."""
@@ -222,12 +230,7 @@ def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[
         found = [(first.group(1) or first.group(2), 0)] if first is not None else []
         found += [(m.group(1) or m.group(2), m.start() + 1) for m in _DEFINITION_LINE_BYTES.finditer(raw)]
         for name, at in found:  # at: the line's offset (the match starts at the newline before it)
-            key = name.decode("ascii")
-            got = starts.get(key)
-            if got is None:
-                starts[key] = [(i, at)]
-            else:
-                got.append((i, at))
+            _add_start(starts, name.decode("ascii"), i, at)
         if _makes_impl_funcs(raw):
             macro_files.append(i)
         if not isinstance(raw, bytes):
@@ -263,13 +266,6 @@ class _CppIndex:
         got = self._scan() if self._scan is not None else None
         self._starts, self._macro_files = got if got is not None else scan_candidates(self.files)  # type: ignore[misc]
 
-    def _add(self, name: str, i: int, at: int) -> None:
-        got = self._starts.get(name)
-        if got is None:
-            self._starts[name] = [(i, at)]
-        else:
-            got.append((i, at))
-
     def _text(self, i: int) -> str:
         """File ``i`` decoded. Its candidate lines were found in its bytes: where characters
         of several bytes make offsets differ, they are found again in the text."""
@@ -282,7 +278,7 @@ class _CppIndex:
                 for name, starts in self._starts.items():
                     starts[:] = [s for s in starts if s[0] != i]
                 for m in _DEFINITION_LINE.finditer("\n" + text):  # m.start(): the line's offset in text
-                    self._add(m.group(1) or m.group(2), i, m.start())
+                    _add_start(self._starts, m.group(1) or m.group(2), i, m.start())
                 for starts in self._starts.values():
                     starts.sort()
         return text
