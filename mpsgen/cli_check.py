@@ -15,6 +15,7 @@ argparse's own message and exit status.
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
@@ -141,7 +142,6 @@ def _main(argv: list[str]) -> int:
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
     from mpsgen.errors import BadInput, MpsgenError
     from mpsgen.tree import PytorchTree
-    from pathlib import Path
 
     try:
         if opts.explain is not None:
@@ -150,24 +150,24 @@ def _main(argv: list[str]) -> int:
         if opts.diff and not opts.fix:
             raise BadInput("--diff previews --fix: give both (`mpsgen check --fix --diff`).")
         tree = PytorchTree.locate(opts.root)
-        config = load_config(tree.root)
+        config = load_config(tree.root_dir)
         select, ignore = split_codes(opts.select), split_codes(opts.ignore)
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict
-        baseline = Path(opts.baseline) if opts.baseline else (tree.root / config.baseline if config.baseline else None)
+        baseline = opts.baseline or (os.path.join(tree.root_dir, config.baseline) if config.baseline else None)
         result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=True)
         if opts.fix:
             fixed = _fix(tree, result, diff=opts.diff)
             if opts.diff:
                 return fixed
             if fixed:  # what is left, read afresh
-                result = run_check(PytorchTree(tree.root), opts.paths, codes=codes, strict=strict)
+                result = run_check(PytorchTree(tree.root_dir), opts.paths, codes=codes, strict=strict)
         findings = result.findings
         recorded = None
         if baseline is not None:
             from mpsgen.check.baseline import baseline_document, new_findings, read_baseline
 
-            if baseline.exists():
+            if os.path.exists(baseline):
                 known = read_baseline(baseline)
                 before = len(findings)
                 findings = new_findings(findings, known)
@@ -175,7 +175,8 @@ def _main(argv: list[str]) -> int:
             else:
                 if result.paths is not None:
                     raise BadInput(f"--baseline {baseline} does not exist: record it from a whole-tree run (no PATH), then lint paths against it.")
-                baseline.write_text(baseline_document(findings))
+                with open(baseline, "w", encoding="utf-8") as fh:
+                    fh.write(baseline_document(findings))
                 _err(f"recorded {len(findings)} finding(s) in {baseline}; later runs report only new ones.")
                 return 0
     except MpsgenError as exc:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-from pathlib import Path
 
 from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
 from mpsgen.check.index import Index
@@ -36,7 +35,7 @@ PARTIAL_CODES = ("MPS001", "MPS002")
 
 
 class CheckResult(Record):
-    root: Path
+    root: str  # the tree's folder (PytorchTree.root_dir)
     findings: list[Finding]
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree
     notes: tuple[str, ...] = ()  # about the run as a whole (a partial tree)
@@ -49,12 +48,12 @@ class CheckResult(Record):
         return f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}"
 
 
-def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:
+def _expand_argfiles(paths: list[str], cwd: str) -> list[str]:
     """``@FILE`` stands for the paths listed in FILE, one a line (lintrunner's PATHSFILE)."""
     out: list[str] = []
     for p in paths:
         if p.startswith("@") and len(p) > 1:
-            listing = (cwd / p[1:]) if not os.path.isabs(p[1:]) else Path(p[1:])
+            listing = os.path.join(cwd, p[1:])  # (an absolute FILE stays itself)
             try:
                 text = read_bounded(listing, "cannot read the path list").decode("utf-8")
                 if "\x00" in text:
@@ -67,43 +66,40 @@ def _expand_argfiles(paths: list[str], cwd: Path) -> list[str]:
     return out
 
 
-def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: Path | None = None) -> frozenset[str] | None:
+def resolve_paths(tree: PytorchTree, paths: list[str] | None, cwd: str | os.PathLike | None = None) -> frozenset[str] | None:
     """Tree-relative POSIX paths for PATHS given relative to ``cwd`` or absolute."""
     if not paths:
         return None
-    cwd = (cwd or Path.cwd()).resolve()
+    cwd = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    root = tree.root_dir
+    inside = root.rstrip(os.sep) + os.sep
     out = set()
     for p in _expand_argfiles(list(paths), cwd):
-        full = Path(os.path.normpath(cwd / p if not os.path.isabs(p) else p))
-        try:
-            full = full.resolve()
-        except OSError:
-            pass
-        try:
-            rel = full.relative_to(tree.root)
-        except ValueError:
+        full = os.path.realpath(os.path.normpath(os.path.join(cwd, p)))
+        if full != root and not full.startswith(inside):
             raise BadInput(
-                f"{p} is outside the PyTorch tree {tree.root}.",
+                f"{p} is outside the PyTorch tree {root}.",
                 hint="Pass paths inside the tree (relative to the current directory or absolute), or point --root at the tree holding them.",
-            ) from None
-        if not full.exists():
+            )
+        if not os.path.exists(full):
             raise BadInput(
                 f"{p}: no such file or folder (looked for {full}).",
                 hint="Pass existing paths inside the tree; to check the whole tree, pass no path.",
             )
-        if full.is_dir():
-            if full == tree.root:
-                return None  # the whole tree
-            out.update(f for f, _ in walk_files(str(full), rel.as_posix()))
+        if full == root:
+            return None  # the whole tree
+        rel = full[len(inside) :].replace(os.sep, "/")
+        if os.path.isdir(full):
+            out.update(f for f, _ in walk_files(full, rel))
             continue
-        out.add(rel.as_posix())
+        out.add(rel)
     return frozenset(out)
 
 
 def run_check(
     tree: PytorchTree,
     paths: list[str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike | None = None,
     *,
     codes: frozenset[str] | None = None,
     strict: bool = False,
@@ -115,7 +111,7 @@ def run_check(
     its own, as the CLI, may fork)."""
     selected = resolve_paths(tree, paths, cwd)
     if selected is not None and not any(RELEVANT.search(p) for p in selected):
-        return CheckResult(tree.root, [], selected)
+        return CheckResult(tree.root_dir, [], selected)
     # A run allocates tens of thousands of small objects (rows, statements, definitions) that
     # all live until it ends and form no reference cycles: the cyclic collector would only
     # traverse them, and the caller's whole heap with them, over and over (~10% of a run in
@@ -147,7 +143,7 @@ def run_check(
             index.close()
         if collecting:
             gc.enable()
-    return CheckResult(tree.root, findings, selected, notes, hidden)
+    return CheckResult(tree.root_dir, findings, selected, notes, hidden)
 
 
 def _partial_tree(facts: Facts) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 from mpsgen.check.model import Finding
 from mpsgen.errors import BadInput
@@ -30,7 +29,7 @@ def baseline_document(findings: list[Finding]) -> str:
     return json.dumps({"mpsgen_baseline": VERSION, "findings": entries}, indent=1, sort_keys=True) + "\n"
 
 
-def read_baseline(path: Path) -> Counter:
+def read_baseline(path: str) -> Counter:
     try:
         data = json.loads(read_bounded(path, "--baseline").decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

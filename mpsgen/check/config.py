@@ -4,7 +4,7 @@ whose keys are top-level and which takes precedence)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from mpsgen.check.model import RULES
 from mpsgen.errors import BadInput, Location
@@ -61,14 +61,14 @@ def selected_codes(select: tuple[str, ...], ignore: tuple[str, ...], where: str 
     return frozenset(out)
 
 
-def load_config(root: Path) -> CheckConfig:
+def load_config(root: str) -> CheckConfig:
     """The check settings of the tree at ``root`` (defaults when it has none)."""
-    own = root / ".mpsgen.toml"
-    pyproject = root / "pyproject.toml"
-    if own.is_file():
+    own = os.path.join(root, ".mpsgen.toml")
+    pyproject = os.path.join(root, "pyproject.toml")
+    if os.path.isfile(own):
         data, shown = _read_toml(own), ".mpsgen.toml"
         table = data
-    elif pyproject.is_file() and b"mpsgen" in read_bounded(pyproject, "pyproject.toml"):
+    elif os.path.isfile(pyproject) and b"mpsgen" in read_bounded(pyproject, "pyproject.toml"):
         data, shown = _read_toml(pyproject), "pyproject.toml"
         table = data.get("tool", {}).get("mpsgen", {})
         shown += " [tool.mpsgen]"
@@ -98,16 +98,17 @@ def load_config(root: Path) -> CheckConfig:
     return CheckConfig(codes("select"), codes("ignore"), baseline, strict, shown)
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: str) -> dict:
+    name = os.path.basename(path)
     try:
         import tomllib
     except ImportError:  # Python 3.10
         try:
             import tomli as tomllib  # type: ignore[no-redef]
         except ImportError:
-            raise BadInput(f"{path.name}: reading it needs Python 3.11 or the tomli package (pip install tomli).") from None
-    text = read_bounded(path, path.name, limit=1024 * 1024)
+            raise BadInput(f"{name}: reading it needs Python 3.11 or the tomli package (pip install tomli).") from None
+    text = read_bounded(path, name, limit=1024 * 1024)
     try:
         return tomllib.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise BadInput(f"not valid TOML ({exc}).", location=Location(path.name), hint="Fix the file, or move it aside.") from None
+        raise BadInput(f"not valid TOML ({exc}).", location=Location(name), hint="Fix the file, or move it aside.") from None

@@ -3,7 +3,7 @@ Every function returns strings; the CLI prints them."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from mpsgen.check.model import ERROR, Finding
 
@@ -44,7 +44,7 @@ def finding_dict(f: Finding) -> dict:
     }
 
 
-def json_document(findings: list[Finding], root: Path, notes: tuple[str, ...] = ()) -> str:
+def json_document(findings: list[Finding], root: str, notes: tuple[str, ...] = ()) -> str:
     import json  # only the JSON outputs pay for it (check starts per commit)
 
     errors = sum(f.severity == ERROR for f in findings)
@@ -59,7 +59,7 @@ def json_document(findings: list[Finding], root: Path, notes: tuple[str, ...] = 
     )
 
 
-def lintrunner_lines(findings: list[Finding], root: Path, fixes: dict[str, tuple[str, str]] | None = None) -> list[str]:
+def lintrunner_lines(findings: list[Finding], root: str, fixes: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """One LintMessage (lintrunner's JSON Lines protocol) per finding, paths absolute. ``fixes``
     (path -> whole file before, after) ride on the first finding of their file, as
     ``original``/``replacement``: `lintrunner -a` applies them."""
@@ -73,7 +73,7 @@ def lintrunner_lines(findings: list[Finding], root: Path, fixes: dict[str, tuple
         out.append(
             json.dumps(
                 {
-                    "path": str(root / f.path),
+                    "path": os.path.join(root, f.path),
                     "line": f.line,
                     "char": f.col or None,
                     "code": f.code,

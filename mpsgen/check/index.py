@@ -59,8 +59,8 @@ class Index:
         common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not
         fork. Whatever the child does not deliver is read here, with the same result."""
         self.tree = tree
-        self.root = tree.root
-        self._root_str = str(tree.root)
+        self.root = tree.root_dir
+        self._root_str = tree.root_dir
         self._dirs_inside: dict[str, bool] = {}
         self._headers: dict[str, HeaderInfo | None] = {}
         self._texts: dict[str, str] = {}

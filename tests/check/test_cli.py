@@ -138,8 +138,10 @@ def test_check_imports_only_what_it_needs(check_tree):
     library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
     dataclasses machinery, nor the edits' full yaml reader; not argparse for a hook's plain
     command line, nor typing, whose NamedTuple mpsgen.records stands in for; nor ast: the
-    child process it forks parses common_mps.py). Run without
-    site-packages (-S), as a fresh venv would, so that nothing else preloads a module."""
+    child process it forks parses common_mps.py; nor pathlib, with the urllib.parse and
+    ipaddress it imports: check works on string paths), on the whole tree as on a hook's
+    file names. Run without site-packages (-S), as a fresh venv would, so that nothing
+    else preloads a module."""
     import subprocess
     import sys
     from pathlib import Path
@@ -148,15 +150,18 @@ def test_check_imports_only_what_it_needs(check_tree):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from mpsgen.cli_check import main\n"
-        "code = main(['--root', sys.argv[2]])\n"
+        "code = main(['--root', *sys.argv[2:]])\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
-    proc = subprocess.run([sys.executable, "-S", "-c", code, repo, str(check_tree)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    loaded = set(proc.stdout.split())
-    assert "mpsgen.check.rules" in loaded  # the check really ran
     unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse", "typing", "ast"}
-    assert not loaded & unwanted, sorted(loaded & unwanted)
+    unwanted |= {"pathlib", "urllib.parse", "ipaddress"}
+    mm = str(check_tree / "aten/src/ATen/native/mps/operations/UnaryKernel.mm")
+    for args in ([str(check_tree)], [str(check_tree), mm, str(check_tree / "aten/src/ATen/native/mps")]):
+        proc = subprocess.run([sys.executable, "-S", "-c", code, repo, *args], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        loaded = set(proc.stdout.splitlines()[-1].split())
+        assert "mpsgen.check.rules" in loaded  # the check really ran
+        assert not loaded & unwanted, sorted(loaded & unwanted)
 
 
 def test_prefetch_in_a_child_gives_the_same_findings(check_tree, real_tree):
