@@ -11,7 +11,8 @@ def main() -> None:
         # the linter pre-commit and lintrunner start per run: its own light front end. The
         # cyclic collector is off for the process (what it allocates lives to the end and
         # forms no cycles), and the process ends without tearing its heap down (as mypy
-        # does): output is flushed, files are closed, nothing else is left to do.
+        # does), nor the run's results (``keep``): output is flushed, files are closed,
+        # nothing else is left to do.
         import gc
         import os
 
@@ -21,7 +22,8 @@ def main() -> None:
         except KeyboardInterrupt:
             sys.stderr.write("interrupted; nothing written.\n")
             sys.exit(130)
-        code = check_main(sys.argv[2:])
+        kept: list = []
+        code = check_main(sys.argv[2:], keep=kept)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -120,9 +120,13 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, keep: list | None = None) -> int:
+    """Run ``mpsgen check`` with ``argv``; its exit status. ``keep``: a list the run's results
+    are appended to, for a caller that ends the process without freeing them (see
+    :mod:`mpsgen.__main__`): a run's findings reach, through their locations, everything the
+    index read, tens of thousands of objects whose freeing one by one costs ~2 ms."""
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        return _main(sys.argv[1:] if argv is None else argv, keep if keep is not None else [])
     except KeyboardInterrupt:
         _err("interrupted; nothing written.")
         return 130
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], keep: list) -> int:
     opts = read_args(argv) or parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
     from mpsgen.check.config import load_config, selected_codes, split_codes
@@ -156,6 +160,7 @@ def _main(argv: list[str]) -> int:
         strict = opts.strict if opts.strict is not None else config.strict
         baseline = opts.baseline or (os.path.join(tree.root_dir, config.baseline) if config.baseline else None)
         result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=True)
+        keep.append(result)
         if opts.fix:
             fixed = _fix(tree, result, diff=opts.diff)
             if opts.diff:
