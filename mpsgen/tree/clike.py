@@ -269,19 +269,25 @@ def find_statements(text: str, lines: Lines, names: Iterable[str], macro_spans: 
     """Instances of the given macros at the start of a line, outside ``#define``s (a search
     for the literal name each: a match inside a word is not at the start of its line)."""
     out = []
+    find, rfind = text.find, text.rfind
     for name in names:
-        if name not in text:
-            continue
-        for m in re.finditer(re.escape(name) + r"[ \t]*\(", text):
-            start = m.start()
-            line_start = text.rfind("\n", 0, start) + 1
-            if line_start != start and text[line_start:start].strip():
+        # the matches of NAME[ \t]*\( (a regex compiled per name would cost more than the search)
+        start = find(name)
+        while start >= 0:
+            paren = start + len(name)
+            while text[paren : paren + 1] in (" ", "\t"):
+                paren += 1
+            if text[paren : paren + 1] != "(":
+                start = find(name, start + 1)
                 continue
-            if _inside(macro_spans, start) or lines.in_block_comment(start):
-                continue
-            st = _statement_at(text, lines, name, m.end() - 1, start)
-            if st:
-                out.append(st)
+            line_start = rfind("\n", 0, start) + 1
+            if (line_start == start or not text[line_start:start].strip()) and not (
+                _inside(macro_spans, start) or lines.in_block_comment(start)
+            ):
+                st = _statement_at(text, lines, name, paren, start)
+                if st:
+                    out.append(st)
+            start = find(name, paren + 1)
     out.sort(key=lambda s: s.line)
     return out
 

@@ -162,3 +162,46 @@ def test_macro_expansion_substitutes_as_the_token_by_token_form():
         assert d.expand(args) == token_by_token(tuple(params), d.body, args)
 
     same()
+
+
+def test_macro_instances_are_found_as_the_regex_per_name_found_them():
+    """clike.find_statements looks for NAME[ \\t]*( with str.find: the same statements as a
+    regex compiled per name (its former form), on text with names inside words, repeated
+    names, blanks, comments, #defines and nested parentheses."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mpsgen.tree import clike
+    from mpsgen.tree.clike import Lines, find_statements, raw_defines
+
+    def by_regex(text: str, lines: Lines, names: list[str], spans) -> list:
+        out = []
+        for name in names:
+            for m in re.finditer(re.escape(name) + r"[ \t]*\(", text):
+                start = m.start()
+                line_start = text.rfind("\n", 0, start) + 1
+                if line_start != start and text[line_start:start].strip():
+                    continue
+                if clike._inside(spans, start) or lines.in_block_comment(start):
+                    continue
+                st_ = clike._statement_at(text, lines, name, m.end() - 1, start)
+                if st_:
+                    out.append(st_)
+        return sorted(out, key=lambda s: s.line)
+
+    pieces = st.sampled_from(
+        ["M", "MM", "M2", "xM", "N", "(", ")", "(a, b)", "(f(a), b)", ";", " ", "\t", "\n", "  ", "/*", "*/", "// ", "#define M(x) x\n", "\\\n", "{", "x"]
+        + ["M(a);\n", "M (a, b);\n", "  MM\t(x)\n", "N(a) {", "M2((a), b)"]
+    )
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(pieces, max_size=20), st.lists(st.sampled_from(["M", "MM", "M2", "N"]), min_size=1, max_size=3, unique=True))
+    def same(parts: list[str], names: list[str]) -> None:
+        text = "".join(parts)
+        lines = Lines(text)
+        spans = raw_defines(text, lines)[1]
+        assert find_statements(text, Lines(text), names, spans) == by_regex(text, lines, names, spans)
+
+    same()
