@@ -54,7 +54,8 @@ class Index:
 
     def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
         """``prefetch``: a child process (:mod:`mpsgen.tree.forked`) reads meanwhile what is
-        needed last and travels as plain data: the yaml rows, the DECLARE_DISPATCH headers,
+        needed last and travels as plain data: a share of the host files' facts (about 30%
+        of their bytes: its part of the scanning), the yaml rows, the DECLARE_DISPATCH headers,
         the native .cpp (for the row -> stub resolver), the .metal files' functor structs and
         common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not
         fork. Whatever the child does not deliver is read here, with the same result."""
@@ -73,21 +74,27 @@ class Index:
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
         self.cpp_files = native_cpp_files(self._root_str)
         metal_rel = self._list(KERNELS_DIR, (".metal",))
+        host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
+        hosts = [p for p in host_rel if p.endswith(HOST_SUFFIXES)]
+        self.mps_headers = [p for p in host_rel if p.endswith(".h")]
         self._child: Forked | None = None
         self._jobs: dict[str, int] = {}  # prefetched item -> its job in the child
+        share: list[str] = []  # host files the child scans
         if prefetch:
-            self._child, self._jobs = prefetch_jobs.start_child(self, metal_rel)
+            share = prefetch_jobs.host_share(self, hosts)
+            self._child, self._jobs = prefetch_jobs.start_child(self, metal_rel, share)
         try:
             if self._child is None:
+                share = []
                 self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
-            host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
             self._memo: dict = {}  # macro expansions, by macro text (within this run only)
-            self.host_files = [scan_host(p, self.read(p), self._memo) for p in host_rel if p.endswith(HOST_SUFFIXES)]
-            self.mps_headers = [p for p in host_rel if p.endswith(".h")]
+            scanned = {p: scan_host(p, self.read(p), self._memo) for p in hosts if p not in share}
             self.metal_files = [self._scan_metal(p) for p in metal_rel]
             if self._child is not None:
+                scanned.update(prefetch_jobs.hosts_of(self, share))
                 plain = self.prefetched("rows")
                 self.rows = prefetch_jobs.rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
+            self.host_files = [scanned[p] for p in hosts]
             stubs = self.prefetched("stubs")
             self.stubs = stubs if stubs is not None else self._declared_stubs()
         except BaseException:

@@ -1,0 +1,64 @@
+"""check's child process scans a share of the host files (mpsgen.check.prefetch_jobs): which
+files, and that the index is the same whoever scanned them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mpsgen.check import prefetch_jobs
+from mpsgen.check.index import Index
+from mpsgen.tree import PytorchTree
+from mpsgen.tree.forked import usable_cpus
+
+
+MPS_OPS = "aten/src/ATen/native/mps/operations"
+
+
+def host_facts(index: Index) -> list[tuple]:
+    return [(h.path, h.text, h.definitions, h.dispatches, h.uses) for h in index.host_files]
+
+
+def test_the_share_is_the_last_files_within_its_part_of_the_bytes(tmp_path: Path):
+    ops = tmp_path / MPS_OPS
+    ops.mkdir(parents=True)
+    sizes = {"A.mm": 500, "B.mm": 100, "C.mm": 200, "D.mm": 120, "E.mm": 80}  # 1,000 bytes
+    for name, size in sizes.items():
+        (ops / name).write_text("x" * size)
+    index = Index.__new__(Index)
+    index._safe = {f"{MPS_OPS}/{n}": str(ops / n) for n in sizes}
+    hosts = sorted(index._safe)
+    # 30% = 300 bytes, from the end: E (80), D (120), C does not fit (200 > 100), B (100)
+    assert prefetch_jobs.HOST_SHARE == 0.3
+    assert prefetch_jobs.host_share(index, hosts) == [f"{MPS_OPS}/{n}" for n in ("B.mm", "D.mm", "E.mm")]
+    assert prefetch_jobs.host_share(index, hosts[:1]) == []  # one file over the share: none
+    (ops / "E.mm").unlink()  # a file gone since the listing: the parent scans them all (and reports it)
+    assert prefetch_jobs.host_share(index, hosts) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or usable_cpus() < 2, reason="no child process here")
+def test_host_files_scanned_by_the_child_are_those_scanned_in_process(check_tree: Path):
+    """The same HostFile facts and texts, in the same order, whether the child or the parent
+    scanned a file; a file the child gives up (CRLF line ends: the parent's reader handles
+    them) is scanned by the parent."""
+    serial = Index(PytorchTree(check_tree))
+    forked = Index(PytorchTree(check_tree), prefetch=True)
+    try:
+        assert forked.prefetched("hosts"), "the child scanned no host file: nothing was compared"
+        assert host_facts(forked) == host_facts(serial)
+    finally:
+        forked.close()
+    # the last-listed host files are the child's: give one CRLF line ends
+    last = sorted(h.path for h in serial.host_files)[-1]
+    raw = (check_tree / last).read_bytes()
+    (check_tree / last).write_bytes(raw.replace(b"\n", b"\r\n"))
+    serial = Index(PytorchTree(check_tree))
+    forked = Index(PytorchTree(check_tree), prefetch=True)
+    try:
+        plain = forked.prefetched("hosts")
+        assert plain and None in plain  # the child gave that file up...
+        assert host_facts(forked) == host_facts(serial)  # ...and the parent scanned it
+    finally:
+        forked.close()
