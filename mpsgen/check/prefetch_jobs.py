@@ -58,7 +58,7 @@ def _as_is(path: str) -> str:
 
 def plain_rows(path: str) -> list[tuple]:
     """native_functions.yaml's rows (:func:`~mpsgen.tree.native_rows.scan_rows`)."""
-    return [(r.base, r.overload, r.start_line, tuple(tuple(d) for d in r.dispatch)) for r in scan_rows(_as_is(path))]
+    return scan_rows(_as_is(path), plain=True)
 
 
 def rows_of(plain: list[tuple]) -> list[Row]:

@@ -63,7 +63,8 @@ class Row(Record):
         return f"{self.base}.{self.overload}" if self.overload else self.base
 
 
-def scan_rows(text: str) -> list[Row]:
+def scan_rows(text: str, *, plain: bool = False) -> list[Row]:
+    """The rows of ``text``; ``plain``: as plain tuples (what a child process sends back)."""
     rows: list[Row] = []
     append = rows.append
     padded = "\n" + text  # offset i of padded is offset i - 1 of text
@@ -72,6 +73,7 @@ def scan_rows(text: str) -> list[Row]:
     # the rows and dispatch lines are built as plain tuples of their classes (the classes' own
     # __new__ is a Python function: a third of the loop), and each distinct "CPU, CUDA" once
     new, key_of = tuple.__new__, {}
+    row_cls, dispatch_cls = (tuple, tuple) if plain else (Row, Dispatch)
     pos, line = 1, 1  # a line-number cursor (matches come in ascending order)
     base = overload = None
     start_line = 0
@@ -84,7 +86,7 @@ def scan_rows(text: str) -> list[Row]:
         kind = m.lastindex
         if kind == 1:  # "- func:": close the previous entry, open this one
             if base is not None:
-                append(new(Row, (base, overload, start_line, tuple(dispatch))))
+                append(new(row_cls, (base, overload, start_line, tuple(dispatch))))
             block_end = -1
             base = m.group(2)  # None: scan_native_functions skips an entry whose header it cannot read
             if base is not None:
@@ -99,7 +101,7 @@ def scan_rows(text: str) -> list[Row]:
                     kt = key_of.get(keys)
                     if kt is None:
                         kt = key_of[keys] = tuple(map(strip, keys.split(",")))
-                    dispatch.append(new(Dispatch, (kt, kernel, k, ln)))
+                    dispatch.append(new(dispatch_cls, (kt, kernel, k, ln)))
                 line = k
                 pos = end
             else:
@@ -109,8 +111,8 @@ def scan_rows(text: str) -> list[Row]:
                 block_end = -1
                 continue
             keys, kernel = m.group(7, 8)
-            dispatch.append(Dispatch(tuple(map(strip, keys.split(","))), kernel, line, m.group(6)))
+            dispatch.append(new(dispatch_cls, (tuple(map(strip, keys.split(","))), kernel, line, m.group(6))))
             block_end = end
     if base is not None:
-        append(Row(base, overload, start_line, tuple(dispatch)))
+        append(new(row_cls, (base, overload, start_line, tuple(dispatch))))
     return rows

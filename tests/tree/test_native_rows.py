@@ -18,6 +18,8 @@ def test_agrees_with_scan_native_functions_on_the_real_yaml(real_sources):
     expected = rows_of(scan_native_functions(text).entries)
     assert len(expected) > 2000 and sum(len(r[4]) for r in expected) > 2000
     assert rows_of(scan_rows(text)) == expected
+    plain = scan_rows(text, plain=True)
+    assert plain == scan_rows(text) and all(type(r) is tuple and all(type(d) is tuple for d in r[3]) for r in plain)
 
 
 @pytest.mark.parametrize(
@@ -34,3 +36,5 @@ def test_agrees_with_scan_native_functions_on_the_real_yaml(real_sources):
 )
 def test_agrees_on_edge_cases(text):
     assert rows_of(scan_rows(text)) == rows_of(scan_native_functions(text).entries)
+    plain = scan_rows(text, plain=True)  # what check's child process sends back
+    assert plain == scan_rows(text) and all(type(r) is tuple and all(type(d) is tuple for d in r[3]) for r in plain)
