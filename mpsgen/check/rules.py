@@ -551,9 +551,7 @@ def stale_xfail(f: Facts) -> Iterator[Finding]:
     path = f.index.common_mps_path
     if path is None:
         return
-    ops: dict[str, list[NativeFunction]] = defaultdict(list)
-    for e in f.index.rows:
-        ops[op_of(e)].append(e)
+    ops = f.op_rows
     text = f.index.read(path)
     keys = set(_DICT_KEY.findall(text))
     wanted = {c for k in keys for c in _op_candidates(k)} & ops.keys()
