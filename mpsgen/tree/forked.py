@@ -109,7 +109,7 @@ class Forked:
 
     def close(self) -> None:
         """Stop the child if it is still working (its results are no longer wanted), reap
-        it, and release the shared memory."""
+        it, and release the shared memory. Every caller of :meth:`start` calls it."""
         if self._fd >= 0:
             import signal
 
@@ -118,18 +118,28 @@ class Forked:
             except ProcessLookupError:
                 pass
             self._close()
+        if self._pid > 0:
+            try:
+                os.waitpid(self._pid, 0)
+            except ChildProcessError:
+                pass
+            self._pid = 0
         if self._shared is not None:
             self._shared.close()
             self._shared = None
 
     def _close(self) -> None:
+        """Close the pipe: every notice is in, or the child is gone. The child is reaped now
+        if it has ended, else by :meth:`close`: it may still be tearing down its memory,
+        on the other CPU, and nothing here needs to wait for that."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
             try:
-                os.waitpid(self._pid, 0)
+                if os.waitpid(self._pid, os.WNOHANG)[0]:
+                    self._pid = 0
             except ChildProcessError:
-                pass
+                self._pid = 0
 
 
 def usable_cpus() -> int:

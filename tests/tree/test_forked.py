@@ -80,9 +80,18 @@ def test_no_fork_while_other_threads_run():
 
 
 def test_the_child_is_reaped():
+    """Reaped by close() at the latest; the last result does not wait for the child's exit."""
     job = Forked.start([(_square, (2,))])
     pid = job._pid
     assert job.result(0) == 4
+    job.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    job.close()  # twice: nothing left to do
+    failed = Forked.start([(_fail, ())])
+    pid = failed._pid
+    assert failed.result(0) is None
+    failed.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
 
