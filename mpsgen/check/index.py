@@ -67,7 +67,8 @@ class Index:
         self._texts: dict[str, str] = {}
         self._sites: dict[str, list[tuple[str, int]]] = {}
         self._includes: dict[tuple[str, str], str | None] = {}
-        self._contexts: dict[tuple[int, ...], MetalContext] = {}
+        self._contexts: dict[tuple[str, tuple[str, ...]], MetalContext] = {}  # by folder and #include names
+        self._by_headers: dict[tuple[int, ...], MetalContext] = {}
         self._needs: dict[tuple[str, int], bool] = {}
         self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
         self.yaml_path = NATIVE_FUNCTIONS
@@ -257,9 +258,9 @@ class Index:
         info = self._headers[rel] = scan_header(text, includes)
         return info
 
-    def _included(self, path: str, text: str) -> list[HeaderInfo]:
+    def _included(self, path: str, names: tuple[str, ...]) -> list[HeaderInfo]:
         seen: set[str] = set()
-        todo = [r for r in (self._resolve_include(n, path) for n in include_names(text)) if r]
+        todo = [r for r in (self._resolve_include(n, path) for n in names) if r]
         infos = []
         while todo:
             rel = todo.pop(0)
@@ -272,18 +273,22 @@ class Index:
                 todo += info.includes
         return infos
 
-    def _metal_context(self, headers: list[HeaderInfo]) -> MetalContext:
-        """What the given includes provide; built once per distinct set of includes."""
-        key = tuple(id(h) for h in headers)
+    def _metal_context(self, path: str, text: str) -> MetalContext:
+        """What a kernel file's includes provide (c10/metal/indexing.h's when it includes
+        nothing the tree holds): built once per folder and list of #include names."""
+        key = (path.rpartition("/")[0], tuple(include_names(text)))
         ctx = self._contexts.get(key)
         if ctx is None:
-            ctx = self._contexts[key] = metal_context(headers, self._memo)
+            headers = self._included(path, key[1])
+            if not headers and self.tree.exists(INDEXING_HEADER):
+                info = self._header(INDEXING_HEADER)
+                headers = [info] if info else []
+            ctx = self._by_headers.get(ids := tuple(id(h) for h in headers))
+            if ctx is None:
+                ctx = self._by_headers[ids] = metal_context(headers, self._memo)
+            self._contexts[key] = ctx
         return ctx
 
     def _scan_metal(self, path: str) -> MetalFile:
         text = self.read(path)
-        headers = self._included(path, text)
-        if not headers and self.tree.exists(INDEXING_HEADER):
-            info = self._header(INDEXING_HEADER)
-            headers = [info] if info else []
-        return scan_kernel_file(path, text, self._metal_context(headers), self._memo, self._needs)
+        return scan_kernel_file(path, text, self._metal_context(path, text), self._memo, self._needs)
