@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 
 from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
 from mpsgen.errors import BadInput
+from mpsgen.lazyre import lazy
 from mpsgen.records import Record
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
@@ -24,7 +24,7 @@ from mpsgen.tree.walk import walk_files
 __all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "explain", "resolve_paths", "run_check"]
 
 # files whose content the rules read; a run on other paths only has nothing to report
-RELEVANT = re.compile(r"(^|/)(native_functions\.yaml|common_mps\.py)$|\.(mm|metal|cpp|h)$")
+RELEVANT = lazy(r"(^|/)(native_functions\.yaml|common_mps\.py)$|\.(mm|metal|cpp|h)$")
 
 
 # a tree is partial (a sample of files, not a checkout) when at least this many MPS-only rows,

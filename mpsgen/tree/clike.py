@@ -17,6 +17,7 @@ import re
 from operator import itemgetter
 from collections.abc import Callable, Iterable
 
+from mpsgen.lazyre import lazy
 from mpsgen.records import Record
 from mpsgen.tree.source import close_bracket, split_args
 
@@ -27,7 +28,7 @@ _DEFINE = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(([^)]*)\))?((?:[^\n]*
 _REVERSED_CALL = re.compile(r"\(\s*(\w+)")
 _REVERSED_RAW_CALL = re.compile(r"\([\s\\]*(\w+)")
 _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_NOT_IDENT_START = re.compile(r"^[^A-Za-z_]+")
+_NOT_IDENT_START = lazy(r"^[^A-Za-z_]+")
 _PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
 _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from mpsgen.lazyre import lazy
+
 from mpsgen.records import Record
 from mpsgen.tree.source import close_bracket
 
@@ -34,12 +36,12 @@ _TRAITS = {
     "is_integral": frozenset({INT}),
 }
 # a trait, searched from its literal "is_" (C speed), and the "!" that may come before it
-_TRAIT = re.compile(r"is_\w+?(?=_v\s*<|\s*<[^<>]*>\s*::\s*value)")
-_NEGATED = re.compile(r"!\s*(?:::)?(?:c10::)?(?:metal::)?\Z")
+_TRAIT = lazy(r"is_\w+?(?=_v\s*<|\s*<[^<>]*>\s*::\s*value)")
+_NEGATED = lazy(r"!\s*(?:::)?(?:c10::)?(?:metal::)?\Z")
 # searched from its literal first word (C speed; a pattern opening with "^" under re.M is tried
 # at every offset), the start of its line checked after
-_STRUCT = re.compile(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
-_CALL = re.compile(r"\boperator\s*\(\s*\)\s*\(")
+_STRUCT = lazy(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
+_CALL = lazy(r"\boperator\s*\(\s*\)\s*\(")
 
 
 class Overload(Record):
@@ -58,7 +60,7 @@ class FunctorStruct(Record):
         return any(category in o.accepts for o in self.overloads) or not self.overloads
 
 
-_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_NOT_CODE = lazy(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 
 
 def _blank(m: re.Match) -> str:
@@ -101,7 +103,7 @@ def accepted(declaration: str) -> frozenset[str]:
     return out
 
 
-_TOKEN = re.compile(r'[{}]|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_TOKEN = lazy(r'[{}]|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 
 
 def _struct_end(text: str, open_at: int) -> int:

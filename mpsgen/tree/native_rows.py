@@ -15,8 +15,7 @@ the run of 4-space-indented or blank lines under ``  dispatch:``, and only lines
 
 from __future__ import annotations
 
-import re
-
+from mpsgen.lazyre import lazy
 from mpsgen.records import Record
 
 # One search over the file (a newline prepended, so that every match starts with the newline
@@ -28,12 +27,12 @@ _LINE = r"\n(    ([A-Za-z0-9_, ]+):[^\S\n]*([A-Za-z0-9_:]+)[^\S\n]*(?:#[^\n]*)?)
 _LINE_NOGROUP = r"\n    [A-Za-z0-9_, ]+:[^\S\n]*[A-Za-z0-9_:]+[^\S\n]*(?:#[^\n]*)?(?=\n|\Z)"
 # A header's name and overload are read by the same search (groups 2 and 3: native_yaml's
 # FUNC_HEADER; a header it cannot read leaves them None).
-_TOKEN = re.compile(
+_TOKEN = lazy(
     r"\n(?:(- func:(?: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\()?)|(  dispatch:)[^\n]*((?:" + _LINE_NOGROUP + r")*)|" + _LINE[2:] + ")"
 )
-_LINES = re.compile(_LINE)
+_LINES = lazy(_LINE)
 # a line that ends a dispatch block: neither 4-space indented nor blank
-_BLOCK_BREAK = re.compile(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
+_BLOCK_BREAK = lazy(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
 
 
 class Dispatch(Record):

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from mpsgen.lazyre import lazy
 from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.source import close_bracket
@@ -36,7 +37,8 @@ RULE_OVERLOAD = "overload name"
 RULE_KERNEL = "kernel name"
 
 _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
-_DEFINE_WITH_IMPL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_DEFINE_WITH_IMPL_PATTERN = r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)"
+_DEFINE_WITH_IMPL = re.compile(_DEFINE_WITH_IMPL_PATTERN, re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _SKIP_DIRS = frozenset({"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"})
 class KernelDefinition(Record):
@@ -170,10 +172,11 @@ _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace
 # a kernel asked about only. (_TOP_DEFINITION over whole files cost ~90 ms a MB on
 # template-heavy code: its return-type loop is tried, and backtracks, at every line.)
 _LINE_BODY = r"(?:TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)|[\w:][^\n(;{}=]*[ \t&*]([A-Za-z_]\w*)[ \t]*\()"
-_DEFINITION_LINE = re.compile("\n" + _LINE_BODY)
-_DEFINITION_LINE_BYTES = re.compile(("\n" + _LINE_BODY).encode())
-_FIRST_LINE_BYTES = re.compile(_LINE_BODY.encode())
-_DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL.pattern.encode(), re.M)
+# (compiled at first use: check's child process scans the .cpp files)
+_DEFINITION_LINE = lazy("\n" + _LINE_BODY)
+_DEFINITION_LINE_BYTES = lazy(("\n" + _LINE_BODY).encode())
+_FIRST_LINE_BYTES = lazy(_LINE_BODY.encode())
+_DEFINE_WITH_IMPL_BYTES = lazy(_DEFINE_WITH_IMPL_PATTERN.encode(), re.M)
 
 
 def _mapped(path: str) -> bytes | mmap.mmap:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mpsgen.lazyre import lazy
 from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree.source import match_close
 
@@ -39,8 +40,8 @@ class XfailEntry(Record):
     line: int  # 1-based line of the key
 
 
-_COMPLEX_SET = re.compile(r"^[ \t]*(\w*COMPLEX\w*)\s*(?::[^=\n]*)?=\s*\{", re.M)
-_STRING = re.compile(r"""(?<![\w])["']([\w.]+)["']""")
+_COMPLEX_SET = lazy(r"^[ \t]*(\w*COMPLEX\w*)\s*(?::[^=\n]*)?=\s*\{", re.M)
+_STRING = lazy(r"""(?<![\w])["']([\w.]+)["']""")
 
 
 def complex_supported(text: str) -> set[str]:

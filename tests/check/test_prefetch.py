@@ -64,3 +64,23 @@ def test_host_files_scanned_by_the_child_are_those_scanned_in_process(check_tree
         assert host_facts(forked) == host_facts(serial)  # ...and the parent scanned it
     finally:
         forked.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or usable_cpus() < 2, reason="no child process here")
+def test_the_check_process_leaves_its_childs_patterns_uncompiled(check_tree: Path):
+    """`mpsgen check` compiles the patterns of what its child reads (yaml rows, .cpp candidate
+    lines, functor structs, xfail sets) only in the child (mpsgen.lazyre)."""
+    import subprocess
+    import sys
+
+    repo = str(Path(__file__).resolve().parents[2])
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from mpsgen.cli_check import main\n"
+        "code = main(['--root', sys.argv[2]])\n"
+        "from mpsgen.tree import functors, native_rows, resolver, xfails\n"
+        "pats = [native_rows._TOKEN, resolver._DEFINITION_LINE_BYTES, functors._STRUCT, xfails._COMPLEX_SET]\n"
+        "print(code, [p._compiled is None for p in pats])\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", code, repo, str(check_tree)], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == "0 [True, True, True, True]", proc.stderr
