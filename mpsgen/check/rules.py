@@ -639,8 +639,8 @@ def nan_dropping_min_max(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
         for d in defs:
             for o in d.overloads:
-                if not o.accepts & {FLOAT, COMPLEX}:
-                    continue
+                if not o.accepts & {FLOAT, COMPLEX} or ("min" not in o.body and "max" not in o.body):
+                    continue  # (_MIN_MAX has no literal to search from: it is tried at every offset)
                 for c in _MIN_MAX.finditer(o.body):
                     qualifier = re.sub(r"\s+", "", c.group(1))
                     if qualifier.endswith("c10::metal::") or (qualifier and not qualifier.endswith("metal::") and qualifier != "::"):
@@ -674,6 +674,8 @@ def fast_math(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
         for d in defs:
             for o in d.overloads:
+                if "fast" not in o.body:
+                    continue
                 for c in _FAST_MATH.finditer(o.body):
                     line = o.body_line + o.body.count("\n", 0, c.start())
                     yield Finding(
