@@ -84,3 +84,15 @@ def check_tree(tmp_path: Path, real_sources) -> Path:
 
 # sign.out moved to the shared line: its MPSGraph impl is dead (MPS007), its stub unregistered (MPS002)
 YAML_SIGN = ("    CPU, CUDA: sign_out\n    MPS: sign_out_mps\n", "    CPU, CUDA, MPS: sign_out\n")
+
+
+def check_in_fresh_process(then: str, *args: str):
+    """Run ``mpsgen check --root ARGS...`` through cli_check.main in a new interpreter without
+    site-packages (-S: nothing preloads a module, as in a fresh venv), then the Python code
+    ``then`` (``code`` holds the exit status); the finished process."""
+    import subprocess
+    import sys
+
+    repo = str(Path(__file__).resolve().parents[2])
+    code = "import sys; sys.path.insert(0, sys.argv[1])\nfrom mpsgen.cli_check import main\ncode = main(['--root', *sys.argv[2:]])\n" + then
+    return subprocess.run([sys.executable, "-S", "-c", code, repo, *args], capture_output=True, text=True)

@@ -142,22 +142,13 @@ def test_check_imports_only_what_it_needs(check_tree):
     ipaddress it imports: check works on string paths), on the whole tree as on a hook's
     file names. Run without site-packages (-S), as a fresh venv would, so that nothing
     else preloads a module."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.check.conftest import check_in_fresh_process
 
-    repo = str(Path(__file__).resolve().parents[2])
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from mpsgen.cli_check import main\n"
-        "code = main(['--root', *sys.argv[2:]])\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-    )
     unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse", "typing", "ast"}
     unwanted |= {"pathlib", "urllib.parse", "ipaddress"}
     mm = str(check_tree / "aten/src/ATen/native/mps/operations/UnaryKernel.mm")
     for args in ([str(check_tree)], [str(check_tree), mm, str(check_tree / "aten/src/ATen/native/mps")]):
-        proc = subprocess.run([sys.executable, "-S", "-c", code, repo, *args], capture_output=True, text=True)
+        proc = check_in_fresh_process("print(' '.join(sorted(sys.modules)))\n", *args)
         assert proc.returncode == 0, proc.stderr
         loaded = set(proc.stdout.splitlines()[-1].split())
         assert "mpsgen.check.rules" in loaded  # the check really ran

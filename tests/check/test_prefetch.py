@@ -13,6 +13,8 @@ from mpsgen.check.index import Index
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.forked import usable_cpus
 
+from tests.check.conftest import check_in_fresh_process
+
 
 MPS_OPS = "aten/src/ATen/native/mps/operations"
 
@@ -70,17 +72,10 @@ def test_host_files_scanned_by_the_child_are_those_scanned_in_process(check_tree
 def test_the_check_process_leaves_its_childs_patterns_uncompiled(check_tree: Path):
     """`mpsgen check` compiles the patterns of what its child reads (yaml rows, .cpp candidate
     lines, functor structs, xfail sets) only in the child (mpsgen.lazyre)."""
-    import subprocess
-    import sys
-
-    repo = str(Path(__file__).resolve().parents[2])
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from mpsgen.cli_check import main\n"
-        "code = main(['--root', sys.argv[2]])\n"
+    then = (
         "from mpsgen.tree import functors, native_rows, resolver, xfails\n"
         "pats = [native_rows._TOKEN, resolver._DEFINITION_LINE_BYTES, functors._STRUCT, xfails._COMPLEX_SET]\n"
         "print(code, [p._compiled is None for p in pats])\n"
     )
-    proc = subprocess.run([sys.executable, "-S", "-c", code, repo, str(check_tree)], capture_output=True, text=True)
+    proc = check_in_fresh_process(then, str(check_tree))
     assert proc.stdout.splitlines()[-1] == "0 [True, True, True, True]", proc.stderr
