@@ -141,35 +141,25 @@ def main(argv: list[str] | None = None, keep: list | None = None) -> int:
 
 def _main(argv: list[str], keep: list) -> int:
     opts = read_args(argv) or parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    from mpsgen.check import explain, run_check
+    from mpsgen.check.config import load_config, selected_codes, split_codes
+    from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
     from mpsgen.errors import BadInput, MpsgenError
     from mpsgen.tree import PytorchTree
 
-    child = None
     try:
         if opts.explain is not None:
-            from mpsgen.check import explain
-
             sys.stdout.write(explain(opts.explain))
             return 0
         if opts.diff and not opts.fix:
             raise BadInput("--diff previews --fix: give both (`mpsgen check --fix --diff`).")
         tree = PytorchTree.locate(opts.root)
-        # the child process that reads part of the tree meanwhile (mpsgen.tree.prefetch) is
-        # forked before this process imports the scanners: each imports what it needs, and
-        # the two do not share (and copy on write) the pages of everything imported
-        from mpsgen.tree.prefetch import start
-
-        child = start(tree)
-        from mpsgen.check import run_check
-        from mpsgen.check.config import load_config, selected_codes, split_codes
-        from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
-
         config = load_config(tree.root_dir)
         select, ignore = split_codes(opts.select), split_codes(opts.ignore)
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict
         baseline = opts.baseline or (os.path.join(tree.root_dir, config.baseline) if config.baseline else None)
-        result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=child or False)
+        result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=True)
         keep.append(result)
         if opts.fix:
             fixed = _fix(tree, result, diff=opts.diff)
@@ -197,9 +187,6 @@ def _main(argv: list[str], keep: list) -> int:
     except MpsgenError as exc:
         _err(f"error: {exc}")
         return exc.exit_code
-    finally:
-        if child is not None:  # (the index closed it, unless the run stopped before it)
-            child.close()
     if opts.format == "json":
         lines = [json_document(findings, result.root, result.notes)]
     elif opts.format == "lintrunner":

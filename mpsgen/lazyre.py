@@ -2,7 +2,7 @@
 
 ``mpsgen check`` starts once per commit, and compiling a pattern costs ~50-450 us. The
 patterns that only its child process runs (the yaml rows, the .cpp candidate lines, functor
-structs, xfail sets, DECLARE_DISPATCH lines: :mod:`mpsgen.tree.prefetch`), or only an
+structs, xfail sets, DECLARE_DISPATCH lines: :mod:`mpsgen.check.prefetch_jobs`), or only an
 unusual input does, are declared with :func:`lazy`: the process that uses one compiles it,
 the other never does (~2.5 ms of a ~90 ms run).
 """

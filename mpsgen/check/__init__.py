@@ -18,7 +18,6 @@ from mpsgen.errors import BadInput
 from mpsgen.lazyre import lazy
 from mpsgen.records import Record
 from mpsgen.tree import PytorchTree
-from mpsgen.tree.forked import Forked
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.walk import walk_files
 
@@ -104,22 +103,14 @@ def run_check(
     *,
     codes: frozenset[str] | None = None,
     strict: bool = False,
-    prefetch: bool | Forked = False,
+    prefetch: bool = False,
 ) -> CheckResult:
     """Run the rules ``codes`` (all when None) over the tree; keep the findings located in
     ``paths`` (all when None). On a partial tree the findings its missing files cause are
     summed up in one note, unless ``strict``. ``prefetch``: see :class:`Index` (a process of
-    its own, as the CLI, may fork; a child it started is closed when the run ends)."""
-    child = prefetch if isinstance(prefetch, Forked) else None
-    try:
-        selected = resolve_paths(tree, paths, cwd)
-    except BaseException:
-        if child is not None:
-            child.close()  # its reading is not wanted
-        raise
+    its own, as the CLI, may fork)."""
+    selected = resolve_paths(tree, paths, cwd)
     if selected is not None and not any(RELEVANT.search(p) for p in selected):
-        if child is not None:
-            child.close()
         return CheckResult(tree.root_dir, [], selected)
     # A run allocates tens of thousands of small objects (rows, statements, definitions) that
     # all live until it ends and form no reference cycles: the cyclic collector would only

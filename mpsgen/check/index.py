@@ -11,9 +11,16 @@ from __future__ import annotations
 import os
 import re
 
-from mpsgen.tree import INDEXING_HEADER, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
+from mpsgen.tree import (
+    COMMON_MPS,
+    INDEXING_HEADER,
+    KERNELS_DIR,
+    NATIVE_DIR,
+    NATIVE_FUNCTIONS,
+    OPERATIONS_DIR,
+    PytorchTree,
+)
 from mpsgen.check import prefetch_jobs
-from mpsgen.tree.prefetch import JOBS, host_share, start as start_child
 from mpsgen.tree.clike import Lines
 from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, scan_host
 from mpsgen.tree.kernels import (
@@ -30,28 +37,32 @@ from mpsgen.tree.kernels import (
 from mpsgen.tree.forked import Forked
 from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
+from mpsgen.tree.resolver import native_cpp_files
 from mpsgen.tree.source import SourceFile, read_bounded, text_as_is
-from mpsgen.tree.listing import TreeFiles
+from mpsgen.tree.stubs import collect_stubs
+from mpsgen.tree.walk import walk_files
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
 
 __all__ = ["Definition", "Dispatch", "HostFile", "Index", "KernelUse", "MetalFile", "Registration", "RegStatement"]
 
+MPS_DIR = "aten/src/ATen/native/mps"
+HOST_SUFFIXES = (".mm", ".cpp")
 
-class Index(TreeFiles):
+
+class Index:
     """Everything ``check`` knows about a tree; every file is read at most once."""
 
-    def __init__(self, tree: PytorchTree, *, prefetch: bool | Forked | None = False):
+    def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
         """``prefetch``: a child process (:mod:`mpsgen.tree.forked`) reads meanwhile what is
         needed last and travels as plain data: a share of the host files' facts (about 30%
         of their bytes: its part of the scanning), the yaml rows, the DECLARE_DISPATCH headers,
         the native .cpp (for the row -> stub resolver), the .metal files' functor structs and
-        common_mps.py's xfails (:mod:`mpsgen.tree.prefetch`). True: fork it now; a
-        :class:`~mpsgen.tree.forked.Forked` from :func:`mpsgen.tree.prefetch.start`: the one
-        the ``mpsgen check`` process forked before importing the scanners (the index then
-        owns it and closes it). A library caller need not fork. Whatever the child does not
-        deliver is read here, with the same result."""
-        TreeFiles.__init__(self, tree)
+        common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not
+        fork. Whatever the child does not deliver is read here, with the same result."""
+        self.tree = tree
         self.root = tree.root_dir
+        self._root_str = tree.root_dir
+        self._dirs_inside: dict[str, bool] = {}
         self._headers: dict[str, HeaderInfo | None] = {}
         self._texts: dict[str, str] = {}
         self._sites: dict[str, list[tuple[str, int]]] = {}
@@ -59,13 +70,23 @@ class Index(TreeFiles):
         self._contexts: dict[tuple[str, tuple[str, ...]], MetalContext] = {}  # by folder and #include names
         self._by_headers: dict[tuple[int, ...], MetalContext] = {}
         self._needs: dict[tuple[str, int], bool] = {}
+        self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
         self.yaml_path = NATIVE_FUNCTIONS
-        self._child: Forked | None = start_child(tree) if prefetch is True else prefetch or None
+        self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
+        self.cpp_files = native_cpp_files(self._root_str)
+        metal_rel = self._list(KERNELS_DIR, (".metal",))
+        host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
+        hosts = [p for p in host_rel if p.endswith(HOST_SUFFIXES)]
+        self.mps_headers = [p for p in host_rel if p.endswith(".h")]
+        self._child: Forked | None = None
+        self._jobs: dict[str, int] = {}  # prefetched item -> its job in the child
+        share: list[str] = []  # host files the child scans
+        if prefetch:
+            share = prefetch_jobs.host_share(self, hosts)
+            self._child, self._jobs = prefetch_jobs.start_child(self, metal_rel, share)
         try:
-            self.list_tree()
-            hosts, metal_rel = self.hosts, self.metal_rel
-            share = host_share(self, hosts) if self._child is not None else []  # host files the child scans
             if self._child is None:
+                share = []
                 self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
             self._memo: dict = {}  # macro expansions, by macro text (within this run only)
             scanned = {p: scan_host(p, self.read(p), self._memo) for p in hosts if p not in share}
@@ -82,13 +103,14 @@ class Index(TreeFiles):
             raise
 
     def prefetched(self, item: str) -> object:
-        """The child's result for ``item`` (one of :data:`mpsgen.tree.prefetch.JOBS`), or
-        None: then the caller reads it in-process."""
-        return self._child.result(JOBS.index(item)) if self._child is not None else None
+        """The child's result for ``item`` (one of :func:`~mpsgen.check.prefetch_jobs.start_child`'s
+        jobs), or None: then the caller reads it in-process."""
+        job = self._jobs.get(item)
+        return self._child.result(job) if job is not None and self._child is not None else None
 
     def cpp_scan(self) -> object:
         """The resolver's .cpp candidates as the child found them (or None)."""
-        return prefetch_jobs.cpp_of(self)
+        return self.prefetched("cpp")
 
     def close(self) -> None:
         """Stop the child process of ``prefetch`` if it is still working (a run whose rules
@@ -96,7 +118,48 @@ class Index(TreeFiles):
         if self._child is not None:
             self._child.close()
 
+    # -- listing --------------------------------------------------------------------------
+    def _walk(self, reldir: str, suffixes: tuple[str, ...]) -> list[tuple[str, os.DirEntry]]:
+        """``PytorchTree.list_files(reldir, suffixes, recursive=True)`` (same files, same
+        order: a folder's files by name, then its sub-folders by name, dot-folders and
+        symlinked folders not entered), with the directory entries, from ``os.scandir``."""
+        base = os.path.join(self._root_str, reldir)
+        return walk_files(base, reldir, suffixes) if os.path.isdir(base) else []
+
+    def _list(self, reldir: str, suffixes: tuple[str, ...]) -> list[str]:
+        """The files to scan under ``reldir``; those plainly inside the tree are remembered
+        with their paths, so that reading them needs no resolving (see :meth:`_path`)."""
+        found = self._walk(reldir, suffixes)
+        if found and self._folder_inside(reldir):
+            for rel, e in found:
+                if not e.is_symlink():
+                    self._safe[rel] = e.path
+        return [rel for rel, _ in found]
+
+    def _declared_stubs(self) -> dict[str, tuple[str, int]]:
+        """:func:`mpsgen.tree.stubs.declared_stubs` (same result), over one ``os.scandir`` walk."""
+        return collect_stubs((rel, e.path) for rel, e in self._walk(NATIVE_DIR, (".h",)))
+
     # -- reading --------------------------------------------------------------------------
+    def _folder_inside(self, folder: str) -> bool:
+        inside = self._dirs_inside.get(folder)
+        if inside is None:
+            real = os.path.realpath(os.path.join(self._root_str, folder))
+            inside = self._dirs_inside[folder] = real == self._root_str or real.startswith(self._root_str.rstrip(os.sep) + os.sep)
+        return inside
+
+    def _path(self, rel: str) -> str:
+        """Absolute path of ``rel``, refusing (as :meth:`PytorchTree.resolve`) one that leaves
+        the tree: each folder is resolved once, and only a symlinked file on its own."""
+        safe = self._safe.get(rel)
+        if safe is not None:
+            return safe
+        folder = rel.rpartition("/")[0]
+        path = os.path.join(self._root_str, rel)
+        if ".." in rel.split("/") or not self._folder_inside(folder) or os.path.islink(path):
+            return str(self.tree.resolve(rel))
+        return path
+
     def read(self, rel: str) -> str:
         text = self._texts.get(rel)
         if text is None:
@@ -110,11 +173,11 @@ class Index(TreeFiles):
     def functor_structs(self) -> list[tuple[MetalFile, list[FunctorStruct]]]:
         """Each .metal file with the functor structs written out in it (for the functor
         lints), as the child read them where it did."""
-        plain = prefetch_jobs.functors_of(self)
-        if plain is not None:
+        plain = self.prefetched("functors")
+        if isinstance(plain, list) and len(plain) == len(self.metal_files):
             for m, structs in zip(self.metal_files, plain):
                 if structs is not None and m._structs is None:
-                    m._structs = structs
+                    m._structs = prefetch_jobs.functors_of(structs)
         return [(m, m.functor_structs) for m in self.metal_files]
 
     def xfail_entries(self) -> list[XfailEntry]:
