@@ -35,14 +35,14 @@ def start_child(index: Index, metal_rel: list[str], host_share: list[str]) -> tu
         "hosts": (plain_hosts, ([(rel, index._path(rel)) for rel in host_share],)),
         "rows": (plain_rows, (index._path(NATIVE_FUNCTIONS),)),
         "stubs": (index._declared_stubs, ()),
-        "cpp": (scan_candidates, (index.cpp_files,)),
-        "functors": (plain_functors, ([index._path(p) for p in metal_rel],)),
+        "cpp": (scan_candidates, (index.cpp_files,)),  # MPS002
     }
     if index.common_mps_path is not None:
         try:
-            jobs["xfails"] = (plain_xfails, (index._path(COMMON_MPS),))
+            jobs["xfails"] = (plain_xfails, (index._path(COMMON_MPS),))  # MPS009
         except BadInput:
             pass  # refused when a rule reads it (one may not)
+    jobs["functors"] = (plain_functors, ([index._path(p) for p in metal_rel],))  # MPS010-MPS013
     child = Forked.start(list(jobs.values()))
     return child, ({name: i for i, name in enumerate(jobs)} if child is not None else {})
 
