@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -352,6 +351,8 @@ def demo(
             shipped = ", ".join(sorted(p.stem for p in resource_dir("specs").glob("*.yaml")))
             raise BadInput(f"--op {op}: no shipped spec specs/{op}.yaml; ops with one: {shipped}.")
         spec = load_spec(spec_path, display=f"specs/{op}.yaml")
+        import tempfile  # (here: --help and the other commands do not pay its import)
+
         with tempfile.TemporaryDirectory(prefix="mpsgen-demo-") as tmp:
             if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
                 raise BadInput(
@@ -601,6 +602,8 @@ def tutorial_cmd(
     if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
         fail(BadInput(f"--keep {keep}: it exists and is not an empty folder; the practice tree would overwrite it."))
     interactive = not yes and sys.stdin.isatty()
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="mpsgen-tutorial-") as tmp:
         root, _real = build_practice_tree(keep or Path(tmp) / "pytorch")
         out.print(f"A practice PyTorch tree is at {root}: mpsgen's own sample kernels with torch 2.13's real yaml and test lists.\n")
