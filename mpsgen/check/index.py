@@ -61,7 +61,6 @@ class Index:
         fork. Whatever the child does not deliver is read here, with the same result."""
         self.tree = tree
         self.root = tree.root_dir
-        self._root_str = tree.root_dir
         self._dirs_inside: dict[str, bool] = {}
         self._headers: dict[str, HeaderInfo | None] = {}
         self._texts: dict[str, str] = {}
@@ -73,7 +72,7 @@ class Index:
         self._safe: dict[str, str] = {}  # listed files known to be inside the tree -> path
         self.yaml_path = NATIVE_FUNCTIONS
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
-        self.cpp_files = native_cpp_files(self._root_str)
+        self.cpp_files = native_cpp_files(self.root)
         metal_rel = self._list(KERNELS_DIR, (".metal",))
         host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
         hosts = [p for p in host_rel if p.endswith(HOST_SUFFIXES)]
@@ -123,7 +122,7 @@ class Index:
         """``PytorchTree.list_files(reldir, suffixes, recursive=True)`` (same files, same
         order: a folder's files by name, then its sub-folders by name, dot-folders and
         symlinked folders not entered), with the directory entries, from ``os.scandir``."""
-        base = os.path.join(self._root_str, reldir)
+        base = os.path.join(self.root, reldir)
         return walk_files(base, reldir, suffixes) if os.path.isdir(base) else []
 
     def _list(self, reldir: str, suffixes: tuple[str, ...]) -> list[str]:
@@ -144,8 +143,8 @@ class Index:
     def _folder_inside(self, folder: str) -> bool:
         inside = self._dirs_inside.get(folder)
         if inside is None:
-            real = os.path.realpath(os.path.join(self._root_str, folder))
-            inside = self._dirs_inside[folder] = real == self._root_str or real.startswith(self._root_str.rstrip(os.sep) + os.sep)
+            real = os.path.realpath(os.path.join(self.root, folder))
+            inside = self._dirs_inside[folder] = real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
         return inside
 
     def _path(self, rel: str) -> str:
@@ -155,7 +154,7 @@ class Index:
         if safe is not None:
             return safe
         folder = rel.rpartition("/")[0]
-        path = os.path.join(self._root_str, rel)
+        path = os.path.join(self.root, rel)
         if ".." in rel.split("/") or not self._folder_inside(folder) or os.path.islink(path):
             return str(self.tree.resolve(rel))
         return path
@@ -243,7 +242,7 @@ class Index:
         if key not in self._includes:
             found = None
             for cand in (name, f"aten/src/{name}", os.path.normpath(os.path.join(key[1], name)).replace(os.sep, "/")):
-                if not cand.startswith("..") and os.path.isfile(os.path.join(self._root_str, cand)):
+                if not cand.startswith("..") and os.path.isfile(os.path.join(self.root, cand)):
                     found = cand
                     break
             self._includes[key] = found
