@@ -45,7 +45,7 @@ start-up hooks may import packages (here ~25 ms of it), and in a fresh virtual e
 of the same Python through pip's ``mpsgen`` launcher (no hooks: a contributor's venv, and the
 command a hook's ``entry: mpsgen check`` runs; check needs only the standard library). The
 check process forks one child that reads the yaml rows, the native .cpp, the stub headers,
-common_mps.py, the functor structs and ~30% of the MPS host sources meanwhile
+common_mps.py, the functor structs and ~20% of the MPS host sources meanwhile
 (mpsgen.tree.forked, mpsgen.check.prefetch_jobs): on this 2-core VM as on a contributor's Mac
 the two run side by side; the in-process ``check:`` line reads everything in one process.
 

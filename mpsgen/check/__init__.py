@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import os
 
-from mpsgen.check import rules as _rules  # noqa: F401  (registers the rules)
+from mpsgen.check import prefetch_jobs, rules as _rules  # noqa: F401  (rules: registers the rules)
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
@@ -124,6 +124,9 @@ def run_check(
         index = Index(tree, prefetch=prefetch)
         facts = Facts(index)
         rules = [r for c, r in RULES.items() if codes is None or c in codes]
+        # those that read what the child process is still reading last, in the order it
+        # delivers it (the findings are sorted: the order of the rules does not show)
+        rules.sort(key=lambda r: max((prefetch_jobs.ITEMS.index(x) for x in r.reads), default=-1))
         findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
         notes: tuple[str, ...] = ()
         hidden = 0

@@ -54,7 +54,7 @@ class Index:
 
     def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
         """``prefetch``: a child process (:mod:`mpsgen.tree.forked`) reads meanwhile what is
-        needed last and travels as plain data: a share of the host files' facts (about 30%
+        needed last and travels as plain data: a share of the host files' facts (about 20%
         of their bytes: its part of the scanning), the yaml rows, the DECLARE_DISPATCH headers,
         the native .cpp (for the row -> stub resolver), the .metal files' functor structs and
         common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not

@@ -90,18 +90,22 @@ class Rule(Record):
     summary: str
     explanation: str  # why it matters and how to fix it
     run: Callable  # (Index) -> Iterable[Finding]
+    # what it reads of the items check's child process reads (mpsgen.check.prefetch_jobs.ITEMS):
+    # the rules that read none run first, while the child is still at work
+    reads: tuple[str, ...] = ()
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: str, summary: str, explanation: str):
-    """Register a rule function ``f(index) -> Iterable[Finding]`` under ``code``."""
+def rule(code: str, name: str, severity: str, summary: str, explanation: str, *, reads: tuple[str, ...] = ()):
+    """Register a rule function ``f(index) -> Iterable[Finding]`` under ``code``; ``reads``:
+    the items of check's child process it reads besides the index (:attr:`Rule.reads`)."""
 
     def wrap(fn):
         if code in RULES:
             raise ValueError(f"rule code {code} registered twice")
-        RULES[code] = Rule(code, name, severity, summary, explanation.strip(), fn)
+        RULES[code] = Rule(code, name, severity, summary, explanation.strip(), fn, reads)
         return fn
 
     return wrap

@@ -288,6 +288,7 @@ stub cannot be tied are not reported.
 Fix: add the host kernel and its REGISTER_DISPATCH (`mpsgen new-op foo ...` writes both),
 or take MPS off the shared line.
 """,
+    reads=("cpp",),
 )
 def missing_stub_registration(f: Facts) -> Iterator[Finding]:
     for e, d in f.mps_dispatch[1]:
@@ -510,6 +511,7 @@ lagging row whose own CPU/CUDA kernel is tied to a declared stub.
 Fix: migrate the remaining rows (`mpsgen new-op foo --row <overload>`), or note in the row
 why it must stay on MPSGraph.
 """,
+    reads=("cpp",),
 )
 def half_migrated(f: Facts) -> Iterator[Finding]:
     rows: dict[str, list[NativeFunction]] = defaultdict(list)
@@ -546,6 +548,7 @@ all of them.
 Fix: delete the entry (or cut its dtype list down to the dtypes the kernel does not
 cover); `mpsgen new-op` does this when it adds the kernel.
 """,
+    reads=("cpp", "xfails"),
 )
 def stale_xfail(f: Facts) -> Iterator[Finding]:
     path = f.index.common_mps_path
@@ -634,6 +637,7 @@ use either.
 Fix: call `c10::metal::min(a, b)` / `c10::metal::max(a, b)` (or `fmin`/`fmax` where
 ignoring NaN is the op's meaning, as for torch.fmin/fmax).
 """,
+    reads=("functors",),
 )
 def nan_dropping_min_max(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
@@ -669,6 +673,7 @@ only on some inputs. Kernels that must match CPU use the default `metal::` funct
 
 Fix: call `precise::<fn>` (or the default `<fn>`) instead of `fast::<fn>`.
 """,
+    reads=("functors",),
 )
 def fast_math(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
@@ -716,6 +721,7 @@ operator()(T x)` that converts to float first.
 Fix: add the integral overload (`mpsgen new-op foo --unary --int2float` writes one), or
 drop the integer registrations.
 """,
+    reads=("functors",),
 )
 def missing_integer_overload(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
@@ -748,6 +754,7 @@ Integer inputs computed in float are MPS012.
 
 Fix: add an overload for that kind of input, or remove the registration.
 """,
+    reads=("functors",),
 )
 def unaccepted_dtype(f: Facts) -> Iterator[Finding]:
     for m, defs in _functors(f):
