@@ -11,6 +11,7 @@ with ``tuple.__new__`` (their own ``__new__`` is a Python function: thousands of
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 
 from mpsgen.errors import BadInput
 from mpsgen.records import TYPE_CHECKING
@@ -61,6 +62,15 @@ def _as_is(path: str) -> str:
     return text
 
 
+def _texts_as_is(paths: Iterable[str]) -> Iterator[str | None]:
+    """Each file's text as :func:`_as_is` reads it, or None for one it gives up."""
+    for path in paths:
+        try:
+            yield _as_is(path)
+        except (BadInput, ValueError):
+            yield None
+
+
 def plain_rows(path: str) -> list[tuple]:
     """native_functions.yaml's rows (:func:`~mpsgen.tree.native_rows.scan_rows`)."""
     return scan_rows(_as_is(path), plain=True)
@@ -100,10 +110,8 @@ def plain_hosts(files: list[tuple[str, str]]) -> list[tuple | None]:
     tuples; None for a file not read as it is."""
     out: list[tuple | None] = []
     memo: dict = {}
-    for rel, path in files:
-        try:
-            text = _as_is(path)
-        except (BadInput, ValueError):
+    for (rel, _), text in zip(files, _texts_as_is(path for _, path in files)):
+        if text is None:
             out.append(None)
             continue
         hf = scan_host(rel, text, memo)
@@ -149,10 +157,8 @@ def plain_functors(paths: list[str]) -> list[list[tuple] | None]:
     """Each .metal file's functor structs (:func:`~mpsgen.tree.functors.scan_functors`);
     None for a file not read as it is."""
     out: list[list[tuple] | None] = []
-    for path in paths:
-        try:
-            text = _as_is(path)
-        except (BadInput, ValueError):
+    for text in _texts_as_is(paths):
+        if text is None:
             out.append(None)
             continue
         structs = scan_functors(text) if "_functor" in text else []

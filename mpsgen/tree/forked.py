@@ -94,7 +94,7 @@ class Forked:
                 notice, self._pending = self._pending[:_NOTICE], self._pending[_NOTICE:]
                 self._notices.append((int.from_bytes(notice[:8], "little"), int.from_bytes(notice[8:], "little", signed=True)))
             if len(self._notices) == self._jobs:
-                self._close()  # all published: reap the child
+                self._close()  # all published: the pipe is no longer needed
         if job >= len(self._notices) or self._shared is None:
             return None
         offset, length = self._notices[job]
