@@ -13,6 +13,7 @@ import typer
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.resources import resource_dir
 from mpsgen.spec import (
+    KINDS,
     FunctorSource,
     OpSpec,
     check_name,
@@ -163,9 +164,9 @@ def report(
         for note in changeset.notes:
             err.print(f"  {note}", markup=False)
         err.print(f"dry run: {len(changeset.changed)} file(s) would change; nothing written.")
-        print_next_steps(changeset)
         if blocked and not force:
             raise typer.Exit(1)
+        print_next_steps(changeset)
         return
     if patch is not None and str(patch) == "-":
         sys.stdout.write(changeset.diff())
@@ -216,14 +217,22 @@ def build_spec(
     spec_file: Optional[Path],
     stub: Optional[str],
     rows: Optional[list[str]],
-) -> OpSpec:
-    """The spec of this run: the ``--spec`` file (or a shipped one) with the flags laid over it,
-    then checked once by :func:`mpsgen.spec.spec_problems`, however it was assembled."""
+    *,
+    root: Optional[Path] = None,
+    migrate: bool = False,
+) -> tuple[OpSpec, list[str]]:
+    """The spec of this run and notes on how it was chosen: the ``--spec`` file (or a shipped
+    one) with the flags laid over it, else the flags, with the kind read from the rows'
+    schemas and the dtype groups from the op's OpInfo where no flag gives them; checked once
+    by :func:`mpsgen.spec.spec_problems`, however it was assembled."""
     if why := check_name(op, "op name"):
         raise BadInput(why, hint="Give the aten op name, e.g. `mpsgen new-op heaviside --binary`.")
     chosen = [k for k, on in (("unary", unary), ("binary", binary)) if on] + ([kind] if kind else [])
     if len(chosen) > 1:
         raise BadInput(f"--unary, --binary and --kind are mutually exclusive (got {', '.join('--' + c for c in chosen)}).")
+    if kind and kind not in KINDS[2:]:
+        raise BadInput(f"--kind {kind}: not a kind mpsgen writes; use --unary, --binary or --kind {'|'.join(KINDS[2:])}.")
+    notes: list[str] = []
     if expr is not None and functor_file is not None:
         raise BadInput("--expr and --functor-file are mutually exclusive: give the functor one way.")
     groups = tuple(g for g, on in (("int2float", int2float), ("integer", integer), ("integer_no_bool", integer_no_bool), ("complex", complex_), ("opmath", opmath)) if on)
@@ -236,7 +245,7 @@ def build_spec(
             body = read_bounded(functor_file, "--functor-file", limit=1024 * 1024).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"--functor-file {functor_file}: cannot read it ({exc}).") from None
-        functor = FunctorSource(body=body, origin=f"--functor-file {functor_file}")
+        functor = FunctorSource(body=body, origin=f"--functor-file {functor_file}", line=1)
 
     if spec_file is not None:
         spec_file = shipped_spec_path(spec_file)
@@ -254,20 +263,36 @@ def build_spec(
         )
         origin = f"--spec {spec_file} with the flags given"
     else:
-        if not chosen:
-            raise BadInput(f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary).")
+        from mpsgen.newop import kind_and_dtypes_from_tree, kind_flag
+
         if functor is None:
             shipped = resource_dir("specs") / f"{op}.yaml"
             if shipped.is_file():
                 functor = load_spec(shipped, display=f"specs/{op}.yaml").functor
-        spec = OpSpec(
-            name=op, kind=chosen[0], functor=functor or FunctorSource(), dtypes=groups, stub=stub or "", rows=tuple(rows) if rows else None
-        )
+
+        def flags_spec(kind: str, groups: tuple[str, ...]) -> OpSpec:
+            return OpSpec(
+                name=op, kind=kind, functor=functor or FunctorSource(), dtypes=groups, stub=stub or "", rows=tuple(rows) if rows else None
+            )
+
         origin = "the flags"
+        if chosen and (problems := spec_problems(flags_spec(chosen[0], groups))):
+            raise BadInput(f"{origin}: " + " ".join(problems))  # before the tree is read
+        # the kind from the rows' schemas (a kind flag is checked against them), the dtypes from the OpInfo
+        found, found_groups, how = kind_and_dtypes_from_tree(
+            PytorchTree.locate(root), op, migrate=migrate, kind=chosen[0] if chosen else None,
+            flag=kind_flag(chosen[0]) if chosen else "", dtypes=not groups,
+        )
+        if not chosen:
+            notes.append(f"kind {found} ({kind_flag(found)}): read from the rows' schema")
+        if not groups:
+            groups = found_groups
+            notes.append(how)
+        spec = flags_spec(found, groups)
     problems = spec_problems(spec)
     if problems:
         raise BadInput(f"{origin}: " + " ".join(problems))
-    return spec
+    return spec, notes
 
 
 @app.command("new-op")
@@ -286,6 +311,7 @@ def new_op(
     spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file"),
     stub: Optional[str] = StubOpt,
     row: Optional[list[str]] = typer.Option(None, "--row", metavar="ROW", help="native_functions row to dispatch (repeatable)"),
+    partial: bool = typer.Option(False, "--partial", help="add MPS to the rows without any MPS kernel even if other rows of the op stay on theirs (MPSGraph)"),
     root: Optional[Path] = RootOption,
     dry_run: bool = DryRunOpt,
     patch: Optional[Path] = PatchOpt,
@@ -307,9 +333,12 @@ def new_op(
             shipped = resource_dir("specs") / f"{op}.yaml"
             if shipped.is_file():
                 spec_file = shipped
-        spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
+        spec, notes = build_spec(
+            op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row, root=root
+        )
         tree = PytorchTree.locate(root)
-        changeset = plan_new_op(tree, spec)
+        changeset = plan_new_op(tree, spec, partial=partial)
+        changeset.notes[:0] = notes
         test_file = prepare_companions(spec, "new-op", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
         write_companions(spec, changeset, "new-op", test_file, pr, dry_run or patch is not None)
@@ -322,13 +351,23 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
     """Report every problem in the given spec files, as file:line:col.
 
     Example: mpsgen spec validate specs/heaviside.yaml examples/specs/*.yaml"""
+    from mpsgen.compile_gate import NO_COMPILER, gate_spec
+
     bad = 0
+    said_no_compiler = False
     for f in files:
-        _spec, problems = parse_spec(shipped_spec_path(f), display=str(f))
-        for loc, msg in problems:
-            err.print(f"{loc}: {msg}")
-        bad += bool(problems)
-        if not problems:
+        spec, problems = parse_spec(shipped_spec_path(f), display=str(f))
+        shown = [f"{loc}: {msg}" for loc, msg in problems]
+        if spec is not None:  # the functor compiles against mpsgen's Metal model
+            gate = gate_spec(spec)
+            shown += gate.problems
+            if gate.compiler is None and not said_no_compiler:
+                err.print(f"note: {NO_COMPILER}")
+                said_no_compiler = True
+        for line in shown:
+            err.print(line)
+        bad += bool(shown)
+        if not shown:
             err.print(f"{f}: ok")
     raise typer.Exit(2 if bad else 0)
 
@@ -433,7 +472,7 @@ def migrate_from_mpsgraph(
     Example: mpsgen migrate-from-mpsgraph acosh --dry-run"""
     import json
 
-    from mpsgen.migrate import format_table, list_candidates, missing_kind_error, plan_migrate
+    from mpsgen.migrate import format_table, list_candidates, plan_migrate
 
     try:
         if list_:
@@ -467,13 +506,17 @@ def migrate_from_mpsgraph(
         if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
         if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
+            # kind, dtypes and functor from the spec mpsgen ships, else kind and dtypes from the tree
             shipped = resource_dir("specs") / f"{op}.yaml"
-            if not shipped.is_file():
-                raise missing_kind_error(PytorchTree.locate(root), op)
-            spec_file = shipped
-        spec = build_spec(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
+            if shipped.is_file():
+                spec_file = shipped
+        spec, notes = build_spec(
+            op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row,
+            root=root, migrate=True,
+        )
         tree = PytorchTree.locate(root)
         changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
+        changeset.notes[:0] = notes
         test_file = prepare_companions(spec, "migrate-from-mpsgraph", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
         write_companions(spec, changeset, "migrate-from-mpsgraph", test_file, pr, dry_run or patch is not None)
@@ -568,8 +611,9 @@ def coverage_cmd(
 @app.command("doctor")
 def doctor_cmd(root: Optional[Path] = RootOption) -> None:
     """Check the set-up MPS work needs and say how to fix each miss: the checkout and its
-    version, the files mpsgen edits, their git state, build folder, ninja, clang-format, and on
-    a Mac the Metal toolchain and torch.mps. Exit 0 when the needed checks pass.
+    version, the files mpsgen edits, their git state, build folder, ninja, clang-format, what
+    `mpsgen try` needs (a C++17 compiler, torch), and on a Mac the Metal toolchain and
+    torch.mps. Exit 0 when the needed checks pass.
 
     Example: mpsgen doctor --root ~/pytorch"""
     from mpsgen.doctor import exit_status, run_doctor

@@ -4,11 +4,14 @@ Both are returned as text; the CLI writes or prints them."""
 
 from __future__ import annotations
 
+import re
+
 from mpsgen.changeset import Changeset
 from mpsgen.errors import Refused
 from mpsgen.registrations import TORCH_DTYPES, input_dtypes
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
+from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, OPINFO_DEFINITIONS
 
 
 def shader_test(spec: OpSpec, command: str) -> tuple[str, str]:
@@ -33,7 +36,9 @@ def shader_test(spec: OpSpec, command: str) -> tuple[str, str]:
 
 
 def pr_description(spec: OpSpec, changeset: Changeset, command: str) -> str:
-    """A PR title and body as PyTorch's MPS PRs write them."""
+    """A PR title and body as PyTorch's MPS PRs write them: what the change does in each file,
+    the dtypes, the tests it stops expecting to fail and how to test it. Built from the
+    change itself, never from mpsgen's notes (how it found things is no reviewer's business)."""
     verb = "Migrate {op} to Metal" if command == "migrate-from-mpsgraph" else "Add Metal kernel for {op}"
     title = f"[MPS] {verb.format(op=spec.name)}"
     dtypes = ", ".join(dict.fromkeys(TORCH_DTYPES.get(i, i).replace("torch.", "") for i, _o in input_dtypes(spec)))
@@ -42,9 +47,82 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str) -> str:
         lines.append(f"Moves `{spec.name}` from its MPSGraph implementation to a Metal kernel dispatched through its stub, as other elementwise ops already are.")
     else:
         lines.append(f"Adds a Metal kernel for `{spec.name}`, dispatched through its stub, so the op no longer falls back or fails on MPS.")
-    lines += ["", f"Dtypes: {dtypes}.", "", "Changes:"]
-    lines += [f"- {n}" for n in changeset.notes]
+    lines.append("")
+    lines += [f"- `{rel}`: {_what_changed(rel, added, removed, spec)}" for rel, added, removed in _file_changes(changeset)]
+    lines += ["", f"Dtypes: {dtypes}."]
     tests = [s.split("test:", 1)[1].strip() for s in changeset.next_steps if s.startswith("test:")]
+    unblocked = []  # the OpInfo tests whose MPS expected failure the change removes
+    for t in tests:
+        m = _TEST_SELECTION.search(t)
+        if m and "xfail is gone" in t:
+            unblocked.append(f"`{m.group(1)}.{m.group(2)}`")
+    if unblocked:
+        lines += ["", "No longer expected to fail on MPS: " + ", ".join(dict.fromkeys(unblocked)) + "."]
     if tests:
         lines += ["", "Test plan:", "```"] + [t.split("   (")[0] for t in tests] + ["```"]
     return "\n".join(lines) + "\n"
+
+
+_TEST_SELECTION = re.compile(r'-k "(\w+) and (\w+) and')
+# what an MPSGraph implementation defines: TORCH_IMPL_FUNC(<kernel>), a one-line
+# CREATE_MPS_*(<kernel>, ...) / REGISTER_MPS_UNARY_STUB(<kernel>, ...), or `Tensor& <kernel>_mps(`
+_LEGACY_DEFINITION = (
+    r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)|\b(?:CREATE_MPS_\w+|REGISTER_MPS_UNARY_STUB)\(\s*(\w+)"
+    r"|(?m:^[ \t]*(?:static\s+)?Tensor\s*&?\s*(\w+_mps)\s*\()"
+)
+
+
+def _file_changes(changeset: Changeset) -> list[tuple[str, list[str], list[str]]]:
+    """(path, added lines, removed lines) of each changed file, in the order the change made them."""
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    current: tuple[list[str], list[str]] | None = None
+    header = 0
+    for line in changeset.diff().split("\n"):
+        if line.startswith("diff --git a/"):
+            current = found.setdefault(line.split(" b/", 1)[1], ([], []))
+            header = 2  # the ---/+++ lines that follow
+        elif header:
+            header -= 1
+        elif current is not None and line[:1] in ("+", "-"):
+            current[0 if line[0] == "+" else 1].append(line[1:])
+    order = [e.relpath for e in changeset.changed if e.relpath in found]
+    order.sort(key=lambda rel: rel != NATIVE_FUNCTIONS)  # the dispatch table first, as it reads best
+    return [(rel, *found[rel]) for rel in order]
+
+
+def _names(pattern: str, lines: list[str]) -> str:
+    """The names ``pattern`` finds in ``lines`` (its first group that matched), as `a`, `b`."""
+    found = (next((g for g in m.groups() if g), "") for m in re.finditer(pattern, "\n".join(lines)))
+    return ", ".join(f"`{n}`" for n in dict.fromkeys(found) if n)
+
+
+def _what_changed(rel: str, added: list[str], removed: list[str], spec: OpSpec) -> str:
+    """One sentence a reviewer reads for the change of one file."""
+    op = spec.name
+    if rel == NATIVE_FUNCTIONS:
+        kernels = _names(r"(?m)^\s*[\w, ]*\bMPS\b[\w, ]*:\s*(\w+)", added)
+        replaced = _names(r"(?m)^\s*MPS:\s*(\w+)", removed)
+        text = f"MPS runs the structured kernel CPU and CUDA share ({kernels or op})"
+        return text + (f", in place of {replaced}." if replaced else ".")
+    if rel.endswith(".metal"):
+        functors = _names(r"struct\s+(\w+_functor)\b", added)
+        return (f"adds {functors} and registers" if functors else "registers") + f" the `{spec.kernel}` kernel for the dtypes below."
+    if rel.endswith(".mm"):
+        parts = []
+        stubs = _names(r"REGISTER_DISPATCH\(\s*(\w+)", added)
+        macros = _names(r"\b(REGISTER_\w+_DISPATCH\(\s*\w+\s*\))", added)
+        if stubs:
+            parts.append(f"dispatches {stubs} to the Metal kernel")
+        elif macros:
+            parts.append(f"dispatches `{op}` to the Metal kernel ({macros})")
+        legacy = _names(_LEGACY_DEFINITION, removed)
+        if legacy:
+            parts.append(f"removes the MPSGraph implementation it replaces ({legacy})")
+        return ("; ".join(parts) or "updated") + "."
+    if rel == COMMON_MPS:
+        if any(line.strip() for line in added):
+            return f"narrows the MPS xfail/skip entries of `{op}` to the dtypes the kernel does not cover."
+        return f"removes the MPS xfail/skip entries of `{op}`, which now has a kernel."
+    if rel == COMMON_METHODS or rel.startswith(OPINFO_DEFINITIONS):
+        return f"removes the MPS expected failures (`DecorateInfo`) of the `{op}` OpInfo that its new kernel fixes."
+    return f"{len(added)} line(s) added, {len(removed)} removed."

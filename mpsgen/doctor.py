@@ -1,13 +1,18 @@
 """``mpsgen doctor``: is this machine and checkout ready for MPS work, and how to fix what is
 not. Each check is a :class:`Check`; ``needed`` ones decide the exit status (mpsgen cannot
-work without them), the others say what a later step (build, test on a Mac) will need."""
+work without them), the others say what a later step (``mpsgen try``, build, test on a Mac)
+will need."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import platform
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from mpsgen.errors import MpsgenError
@@ -99,6 +104,7 @@ def _tools(tree: PytorchTree | None, system: str) -> list[Check]:
     for tool, why in (("ninja", "PyTorch builds with ninja"), ("clang-format", "lintrunner formats .mm/.metal with it")):
         path = shutil.which(tool)
         out.append(Check(tool, OK, path) if path else Check(tool, WARN, f"not on PATH ({why})", f"pip install {tool}"))
+    out += _try_needs(system)
     if system == "Darwin":
         proc = _run(["xcrun", "-sdk", "macosx", "metal", "--version"])
         if proc is not None and proc.returncode == 0:
@@ -118,6 +124,35 @@ def _tools(tree: PytorchTree | None, system: str) -> list[Check]:
                 "Push the branch and build/test on a Mac (or let CI's MPS jobs run).",
             )
         )
+    return out
+
+
+def _try_needs(system: str) -> list[Check]:
+    """What ``mpsgen try`` needs besides mpsgen: a C++17 compiler and torch in this Python
+    (found, not imported: importing torch takes seconds)."""
+    from mpsgen.trial import COMPILERS, compiler, install_compiler_command, install_torch_command
+
+    out = []
+    cxx = compiler()
+    fix = install_compiler_command(system)
+    if cxx is None:
+        out.append(Check("C++ compiler", WARN, f"none of {', '.join(COMPILERS)} on PATH (mpsgen try compiles the functor with one)", fix))
+    else:
+        proc = _run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", os.devnull])
+        if proc is None or proc.returncode != 0:
+            out.append(Check("C++ compiler", WARN, f"{cxx} does not take -std=c++17 (mpsgen try needs C++17)", fix))
+        else:
+            proc = _run([cxx, "--version"])
+            version = (proc.stdout.strip().splitlines() or [""])[0] if proc is not None else ""
+            out.append(Check("C++ compiler", OK, f"{cxx}, C++17" + (f": {version}" if version else "")))
+    if importlib.util.find_spec("torch") is None:
+        out.append(Check("torch", WARN, f"{sys.executable} cannot import torch (mpsgen try compares with its CPU op)", install_torch_command()))
+    else:
+        try:
+            version = metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            version = "version unknown"
+        out.append(Check("torch", OK, f"{version} in {sys.executable} (what mpsgen try compares with)"))
     return out
 
 

@@ -20,15 +20,19 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mpsgen.check.index import Index
 from mpsgen.check.rules import Facts, mps_only, op_of, shared
 from mpsgen.errors import Refused
 from mpsgen.resources import resource_dir
+from mpsgen.text import shorten
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
 from mpsgen.tree.opinfo import mps_decorators
-from mpsgen.tree.schema import guess_kind
+
+if TYPE_CHECKING:
+    from mpsgen.spec import OpSpec
 
 STATUSES = ("metal", "mps-kernel", "composite", "missing", "stub-unregistered", "other")
 _HOST_KEYS = frozenset({"CPU", "CUDA"})
@@ -67,6 +71,7 @@ class OpReport:
     decorators: tuple[str, ...]  # "file:LINE DecorateInfo(..., device_type='mps') ..."
     spec: str | None  # specs/<op>.yaml when mpsgen ships one
     next_step: str
+    command: str | None = None  # the mpsgen command of the next step, as printed (None: there is none)
 
     @property
     def status(self) -> str:
@@ -83,6 +88,7 @@ class OpReport:
             "decorators": list(self.decorators),
             "spec": self.spec,
             "next_step": self.next_step,
+            "command": self.command,
         }
 
 
@@ -150,9 +156,12 @@ def explain_op(tree: PytorchTree, op: str, tf: TreeFacts | None = None) -> OpRep
     assert f is not None
     entries = [e for e in tf.rows if op_of(e) == op]
     if not entries:
-        near = sorted({op_of(e) for e in tf.rows if op in op_of(e)}, key=len)[:5]
-        hint = f" Similar ops: {', '.join(near)}." if near else ""
-        raise Refused(f"op {op!r} is not in {NATIVE_FUNCTIONS}.{hint}")
+        import difflib
+
+        ops = sorted({op_of(e) for e in tf.rows})
+        near = difflib.get_close_matches(op, ops, n=3) + sorted((o for o in ops if op in o), key=len)[:5]
+        hint = f"Did you mean {', '.join(dict.fromkeys(near))}?" if near else "Check the op's aten name (the part before '(' in `- func:`)."
+        raise Refused(f"op {op!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
     rows = tuple(row_report(tf, e) for e in entries)
 
     # Metal kernels: the names the registered stubs' host functions pass to exec_*_kernel
@@ -178,7 +187,10 @@ def explain_op(tree: PytorchTree, op: str, tf: TreeFacts | None = None) -> OpRep
         op, rows, tuple(dict.fromkeys(metal)), tuple(dict.fromkeys(dtypes)), tuple(xfails), tuple(decorators),
         f"specs/{op}.yaml" if shipped.is_file() else None, "",
     )
-    return _with_next_step(report, entries)
+    return _with_next_step(tree, report)
+
+
+_XFAILS = "explain: xfail entries"  # in PytorchTree.memo
 
 
 def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) -> tuple[list[str], list[str]]:
@@ -192,7 +204,10 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
     xfails = []
     common = tree.read_optional(COMMON_MPS)
     if common is not None:
-        for x in read_xfail_entries(common.text):
+        memo = tree.memo.get(_XFAILS)
+        if memo is None or memo[0] is not common:  # parsed once per tree (coverage and tests explain every op)
+            memo = tree.memo[_XFAILS] = (common, read_xfail_entries(common.text))
+        for x in memo[1]:
             if x.key in keys:
                 what = "every dtype" if x.dtypes is None else ", ".join(x.dtypes)
                 xfails.append(f"{COMMON_MPS}:{x.line} {x.dict_name}[{x.key!r}] ({what})")
@@ -201,45 +216,113 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
         text = tree.read(rel).text
         for start, end in spans:
             for s, e in mps_decorators(text, start, end):
-                decorators.append(f"{rel}:{text.count(chr(10), 0, s) + 1} {' '.join(text[s:e].split())[:110]}")
+                decorators.append(f"{rel}:{text.count(chr(10), 0, s) + 1} {shorten(text[s:e], 110)}")
     return xfails, decorators
 
 
-def _with_next_step(report: OpReport, entries: list[NativeFunction]) -> OpReport:
+def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
     from dataclasses import replace
 
     op = report.op
     status = report.status
-    kind = _kind_flag(entries)
-    shipped = resource_dir("specs") / f"{op}.yaml"
-    # the shipped spec by its full path: the command works verbatim from the checkout
-    spec = f" --spec {shipped}" if report.spec else ""
-    # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
-    # kernel that run the same stub join in the same change (a shipped spec is taken by default)
-    on_mpsgraph = any(r.status == "mps-kernel" for r in report.rows)
+    command = None
     if status == "stub-unregistered":
         step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
-    elif status in ("missing", "mps-kernel") and on_mpsgraph:
-        step = f"mpsgen migrate-from-mpsgraph {op} {'' if report.spec else kind} --dry-run".replace("  ", " ")
-    elif status == "missing":
-        step = f"mpsgen new-op {op} {spec.strip() or kind} --dry-run".replace("  ", " ")
+    elif status in ("missing", "mps-kernel"):
+        # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
+        # kernel that run the same stub join in the same change
+        migrate = any(r.status == "mps-kernel" for r in report.rows)
+        step, command = planned_step(tree, op, migrate)
     elif status == "metal":
         step = f"nothing to add: {op} runs on Metal; test it with `python test/test_mps.py -k {op}`"
         if report.xfails:
-            step = f"{op} runs on Metal but common_mps.py still holds entries for it: `mpsgen check --select MPS009 --fix --diff`"
+            command = "mpsgen check --select MPS009 --fix --diff"
+            step = f"{op} runs on Metal but common_mps.py still holds entries for it: `{command}`"
     elif status == "composite":
         step = f"nothing to add: {op} is composite and runs on MPS through the ops it is made of"
     else:
         step = f"{op} has no CPU/CUDA kernel for MPS to share; nothing mpsgen can write"
-    return replace(report, next_step=step)
+    return replace(report, next_step=step, command=command)
 
 
-def _kind_flag(entries: list[NativeFunction]) -> str:
-    for e in entries:
-        if e.overload == "out" or e.func.find("Tensor(a!) out") >= 0:
-            k = guess_kind(e.func)
-            return {"unary": "--unary", "binary": "--binary"}.get(k, f"--kind {k}" if k else "")
-    return ""
+def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:
+    """The spec ``mpsgen new-op OP`` / ``migrate-from-mpsgraph OP`` runs with no flags: the
+    shipped spec, else the kind from the rows' schemas, the dtypes from the OpInfo and no functor."""
+    from mpsgen.newop import kind_and_dtypes_from_tree
+    from mpsgen.spec import FunctorSource, OpSpec, load_spec
+
+    shipped = resource_dir("specs") / f"{op}.yaml"
+    if shipped.is_file():
+        return load_spec(shipped, display=f"specs/{op}.yaml")
+    kind, groups, _how = kind_and_dtypes_from_tree(tree, op, migrate=migrate)
+    return OpSpec(op, kind, FunctorSource(), groups)
+
+
+def planned_step(tree: PytorchTree, op: str, migrate: bool) -> tuple[str, str | None]:
+    """(the next step, the command in it): the command is planned as it would run, so it is only
+    named when it goes through (a functor still to be given aside, which it announces);
+    otherwise the step says why mpsgen cannot do the op."""
+    from dataclasses import replace
+
+    from mpsgen.errors import MpsgenError
+    from mpsgen.migrate import plan_migrate
+    from mpsgen.newop import plan_new_op
+
+    verb = "migrate" if migrate else "add"
+    args = ["mpsgen", "migrate-from-mpsgraph" if migrate else "new-op", op]
+    notes = []
+    shipped = resource_dir("specs") / f"{op}.yaml"
+    try:
+        spec = bare_spec(tree, op, migrate)
+        if shipped.is_file() and not migrate:
+            args += ["--spec", str(shipped)]  # by its full path: the command works verbatim from the checkout
+        guess = None if spec.stub else _guessed_stub(tree, spec, migrate)
+        if guess is not None:
+            stub, kernel = guess
+            spec = replace(spec, stub=stub)
+            args += ["--stub", stub]
+            notes.append(f"{stub} is chosen by its name alone: no .cpp in this tree defines {kernel}; check that it calls {stub}")
+        try:
+            changeset = plan_migrate(tree, spec) if migrate else plan_new_op(tree, spec)
+        except Refused:
+            if not migrate:
+                raise
+            changeset = plan_migrate(tree, spec, partial=True)  # raises the same refusal if --partial does not help
+            args.append("--partial")
+            notes += [w.replace(" (--partial)", "") for w in changeset.warnings if w.startswith("left ")]
+    except MpsgenError as exc:
+        return f"none (mpsgen cannot {verb} {op} here): {exc}", None
+    blockers = [b for b in changeset.blockers if not (spec.functor.is_scaffold and b.startswith(SCAFFOLD_BLOCKER))]
+    if blockers:
+        return f"none (mpsgen cannot {verb} {op} here): " + " ".join(blockers), None
+    if changeset.empty:
+        return f"nothing to add: {op} is already in place", None
+    if spec.functor.is_scaffold:
+        notes.append(
+            f"{NO_FUNCTOR}: it shows the change with a scaffold functor and writes nothing until --expr or --functor-file gives one"
+        )
+    command = " ".join(args + ["--dry-run"])
+    return command + (f"   ({'; '.join(notes)})" if notes else ""), command
+
+
+# how a next step announces that its command refuses to write until a functor is given
+NO_FUNCTOR = "no functor yet"
+SCAFFOLD_BLOCKER = "no functor source for "  # newop.plan_new_op's blocker for a scaffold functor
+
+
+def _guessed_stub(tree: PytorchTree, spec: OpSpec, migrate: bool) -> tuple[str, str] | None:
+    """(stub, kernel) when the rows the command serves run a stub chosen by its name alone
+    (no .cpp of the tree defines their kernel): the command must name it with --stub."""
+    from mpsgen.newop import schema_rows
+    from mpsgen.tree.native_yaml import read_native_functions
+    from mpsgen.tree.resolver import StubResolver
+    from mpsgen.tree.schema import shape_problem
+
+    _src, table = read_native_functions(tree)
+    rows = [e for e in schema_rows(table, spec.name, migrate) if shape_problem(e.func, spec.kind) is None]
+    resolver = StubResolver.of(tree)
+    guessed = {(r.stub, r.kernel) for r in map(resolver.resolve, rows) if r.stub and not r.verified}
+    return guessed.pop() if len(guessed) == 1 else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,8 +415,10 @@ def coverage_table(c: Coverage, markdown: bool = False) -> str:
     out.append(f"MPS coverage of {total} ops in {NATIVE_FUNCTIONS}:")
     out += [f"  {s:<18} {counts.get(s, 0):>5}  {100 * counts.get(s, 0) / max(total, 1):5.1f}%" for s in STATUSES]
     out.append("")
-    out.append("by tag:  " + "  ".join(f"{s:>10}" for s in STATUSES))
-    out += [f"  {t[:24]:<24}" + "".join(f"{k.get(s, 0):>12}" for s in STATUSES) for t, k in sorted(c.by_tag.items())]
+    width = max([24, *map(len, c.by_tag)])  # the longest tag, whole
+    cols = {s: max(12, len(s) + 2) for s in STATUSES}
+    out.append(f"{'by tag:':<{width + 2}}" + "".join(f"{s:>{cols[s]}}" for s in STATUSES))
+    out += [f"  {t:<{width}}" + "".join(f"{k.get(s, 0):>{cols[s]}}" for s in STATUSES) for t, k in sorted(c.by_tag.items())]
     out.append("")
     out.append(f"migration candidates (MPS on a *_mps kernel beside a CPU/CUDA one), easiest first: {len(c.candidates)}")
     out += [

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from mpsgen.changeset import Changeset
 from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
-from mpsgen.errors import BadInput, Refused
-from mpsgen.newop import choose_rows, plan_new_op
+from mpsgen.errors import Refused
+from mpsgen.newop import no_host_kernel_refusal, plan_new_op, rows_of_op
 from mpsgen.resources import resource_dir
 from mpsgen.spec import OpSpec
+from mpsgen.text import shorten
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.mm import MPSGraphImpl, scan_mm
 from mpsgen.tree.resolver import StubResolver, host_kernel
@@ -180,9 +181,9 @@ def plan_migrate(
     tree: PytorchTree, spec: OpSpec, *, partial: bool = False, allow_dtype_loss: bool = False
 ) -> Changeset:
     yaml_src, table = read_native_functions(tree)
-    of_op = table.of_op(spec.name)
-    if not of_op:
-        choose_rows(spec, table)  # refuses with new-op's wording and close matches
+    of_op = rows_of_op(table, spec.name)  # refuses a name that is no op, with close matches
+    if not any(host_kernel(e) for e in of_op):
+        raise no_host_kernel_refusal(spec.name, of_op)
     legacy = legacy_rows(of_op)
     if spec.rows is not None:
         by_name = {r.name: r for r in legacy}
@@ -339,10 +340,13 @@ class Candidate:
     tags: tuple[str, ...]
     spec: str | None
     rows: list[dict] = field(default_factory=list)
+    # why the bare `mpsgen migrate-from-mpsgraph OP` would not go through although every row
+    # could move (or the command that would): from planning it
+    blocker: str | None = None
 
     @property
     def migratable(self) -> bool:
-        return all(r["problem"] is None and r["impl"] is not None for r in self.rows)
+        return self.blocker is None and all(r["problem"] is None and r["impl"] is not None for r in self.rows)
 
     def as_dict(self) -> dict:
         return {
@@ -353,6 +357,7 @@ class Candidate:
             "tags": list(self.tags),
             "spec": self.spec,
             "migratable": self.migratable,
+            "blocker": self.blocker,
             "rows": self.rows,
         }
 
@@ -419,6 +424,15 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
             )
         out.append(c)
     out.sort(key=lambda c: (not c.elementwise, c.op))
+    from mpsgen.explain import planned_step
+
+    for c in out:
+        if c.elementwise and c.migratable:  # "ready" means the bare command goes through: plan it
+            step, command = planned_step(tree, c.op, migrate=True)
+            if command is None:
+                c.blocker = step.split("): ", 1)[-1]  # "none (mpsgen cannot ...): why"
+            elif command != f"mpsgen migrate-from-mpsgraph {c.op} --dry-run":
+                c.blocker = f"needs `{command}`" + step[len(command) :]
     return out
 
 
@@ -448,6 +462,8 @@ def _note(c: Candidate) -> str:
             notes.append(f"{r['row']}: {r['problem'].split(' (')[0].split(';')[0]}")
         elif r["impl"] is None:
             notes.append(f"{r['row']}: MPSGraph code not found")
+    if c.blocker:
+        notes.append(shorten(c.blocker.split("   (")[0], 100))
     return "; ".join(notes) or "ready"
 
 
@@ -483,17 +499,4 @@ def summary(candidates: list[Candidate]) -> str:
     return (
         f"{len(candidates)} candidate(s): {len(elementwise)} elementwise ({by_kind or 'none'}), "
         f"{len(candidates) - len(elementwise)} not elementwise; {ready} elementwise op(s) ready to migrate."
-    )
-
-
-def missing_kind_error(tree: PytorchTree, op: str) -> BadInput:
-    """The error for a migration given no kind and no spec, with the kind the schema suggests."""
-    _src, table = read_native_functions(tree)
-    legacy = legacy_rows(table.of_op(op))
-    guess = guess_kind(legacy[0].entry.func) if legacy else "other"
-    flag = {"unary": "--unary", "binary": "--binary"}.get(guess, f"--kind {guess}")
-    looks = f" The schema of {legacy[0].name} looks like `{flag}`." if legacy and guess != "other" else ""
-    return BadInput(
-        f"say what kind of op {op} is: --unary or --binary (or --kind unary_alpha|binary_alpha|ternary), "
-        f"or give --spec.{looks}"
     )

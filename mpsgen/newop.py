@@ -14,7 +14,7 @@ from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits import opinfo as opinfo_edit
 from mpsgen.errors import BadInput, Refused
-from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, plan_registrations
+from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, input_dtypes, plan_registrations
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
@@ -24,7 +24,7 @@ from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
 from mpsgen.tree.opinfo import declared_dtypes, find_op_entries, find_ref_entries
 from mpsgen.tree.resolver import StubResolver, host_kernel
-from mpsgen.tree.schema import shape_problem
+from mpsgen.tree.schema import describe_inputs, guess_kind, output_count, shape_problem
 from mpsgen.tree.source import python_syntax_problem
 
 _PARAMS = {1: ["x"], 2: ["a", "b"], 3: ["a", "b", "c"]}
@@ -55,22 +55,48 @@ def render_functor(spec: OpSpec) -> str:
 class RowChoice:
     rows: list[NativeFunction]
     already_mps: list[NativeFunction]
+    on_mpsgraph: list[NativeFunction] = ()  # rows left on their own MPS kernel (--partial)
 
 
-def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
-    of_op = table.of_op(spec.name)
+def rows_of_op(table: NativeFunctions, name: str) -> list[NativeFunction]:
+    """The op's rows; refuses a name that is no op, with the closest names."""
+    of_op = table.of_op(name)
     if not of_op:
         names = sorted({e.base for e in table.entries})
-        close = difflib.get_close_matches(spec.name, names, n=3)
+        close = difflib.get_close_matches(name, names, n=3)
         hint = f"Did you mean {', '.join(close)}?" if close else "Check the op's aten name (the part before '(' in `- func:`)."
-        raise Refused(f"op {spec.name!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
-    if not any(host_kernel(e) for e in of_op):
-        e = of_op[0]
-        raise Refused(
-            f"{spec.name} has no CPU/CUDA kernel in {NATIVE_FUNCTIONS} (row {e.name} at line {e.start_line}): it is "
-            "composite, so it already runs on MPS through the ops it is made of; there is no kernel to add.",
-            hint="Add Metal kernels to the ops it calls instead, or dispatch it explicitly in the yaml by hand.",
+        raise Refused(f"op {name!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
+    return of_op
+
+
+def own_mps_rows(rows: list[NativeFunction]) -> list[NativeFunction]:
+    """Rows whose MPS dispatch is a kernel of its own (``MPS: foo_out_mps``), not a shared line."""
+    return [e for e in rows if any(not d.shared_cpu_cuda for d in e.mps_entries)]
+
+
+def no_host_kernel_refusal(name: str, of_op: list[NativeFunction]) -> Refused:
+    """Why an op none of whose rows has a CPU/CUDA kernel line gets nothing from mpsgen."""
+    own = own_mps_rows(of_op)
+    if own:
+        e = own[0]
+        return Refused(
+            f"{name} already has an MPS kernel (row {e.name} dispatches MPS to {e.mps_entries[0].kernel}, "
+            f"{NATIVE_FUNCTIONS}:{e.mps_entries[0].line}), and no row of it has a `CPU, CUDA:` kernel line for a Metal "
+            "kernel to share (add.out's, for one, come from its `ufunc_inner_loop`): mpsgen can neither add nor migrate it.",
+            hint="Change its MPS kernel by hand.",
         )
+    e = of_op[0]
+    return Refused(
+        f"{name} has no CPU/CUDA kernel in {NATIVE_FUNCTIONS} (row {e.name} at line {e.start_line}): it is "
+        "composite, so it already runs on MPS through the ops it is made of; there is no kernel to add.",
+        hint="Add Metal kernels to the ops it calls instead, or dispatch it explicitly in the yaml by hand.",
+    )
+
+
+def choose_rows(spec: OpSpec, table: NativeFunctions, partial: bool = False) -> RowChoice:
+    of_op = rows_of_op(table, spec.name)
+    if not any(host_kernel(e) for e in of_op):
+        raise no_host_kernel_refusal(spec.name, of_op)
     by_name = {e.name: e for e in of_op}
     already = [e for e in of_op if e.shared_entry is not None and e.shared_entry.has_mps]
     if spec.rows is not None:
@@ -96,7 +122,7 @@ def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
                 chosen.append(e)
         return RowChoice(chosen, already)
     chosen = [e for e in of_op if e.shared_entry is not None and not e.mps_entries]
-    separate = [e for e in of_op if any(not d.shared_cpu_cuda for d in e.mps_entries)]
+    separate = own_mps_rows(of_op)
     if separate and not chosen:
         e = separate[0]
         raise Refused(
@@ -104,7 +130,157 @@ def choose_rows(spec: OpSpec, table: NativeFunctions) -> RowChoice:
             f"{e.mps_entries[0].kernel} ({NATIVE_FUNCTIONS}:{e.mps_entries[0].line}).",
             hint=f"Use `mpsgen migrate-from-mpsgraph {spec.name}` to move it onto a Metal kernel.",
         )
-    return RowChoice(chosen, already)
+    if separate and not partial:
+        stay = ", ".join(f"{e.name} (MPS: {e.mps_entries[0].kernel})" for e in separate)
+        raise Refused(
+            f"new-op would give MPS to {', '.join(e.name for e in chosen)} only, while other rows of {spec.name} "
+            f"keep their own MPS kernel: {stay}. Half of the op would run the new Metal kernel, half the old code.",
+            hint=f"`mpsgen migrate-from-mpsgraph {spec.name}` moves every row at once; or pass --partial to add "
+            f"only {', '.join(e.name for e in chosen)}.",
+        )
+    return RowChoice(chosen, already, separate)
+
+
+_FUNCTOR_KINDS = {"unary": "--unary", "binary": "--binary"}
+
+
+def kind_flag(kind: str) -> str:
+    """The flag that says ``kind`` (``--unary``, ``--kind binary_alpha``)."""
+    return _FUNCTOR_KINDS.get(kind, f"--kind {kind}")
+
+
+def kind_from_schema(name: str, rows: list[NativeFunction]) -> str:
+    """The kind the rows' ``func:`` schemas say (the first row that fits one); refuses, with
+    the reason, when no row fits a kernel mpsgen writes."""
+    fitting = [(e, k) for e in rows if output_count(e.func) <= 1 and (k := guess_kind(e.func)) != "other"]
+    if fitting:
+        return fitting[0][1]
+    if not rows:
+        raise Refused(f"{name} has no row with a CPU/CUDA kernel for MPS to share.")
+    e = rows[0]
+    n_out = output_count(e.func)
+    if n_out > 1:
+        why = f"it returns {n_out} tensors, and mpsgen's kernels write one output"
+    else:
+        why = f"it takes {describe_inputs(e.func)}, which fits no kind mpsgen writes (one to three tensors, at most one scalar)"
+    raise Refused(
+        f"mpsgen cannot write a kernel for {name}: row {e.name} ({NATIVE_FUNCTIONS}:{e.start_line}): {why}.",
+        hint="It needs a hand-written Metal kernel (see the custom kernels in mps/kernels/).",
+    )
+
+
+def check_kind_flag(name: str, kind: str, rows: list[NativeFunction], flag: str) -> None:
+    """A kind given by flag must fit the schema of at least one of the rows it would serve."""
+    if not rows or any(shape_problem(e.func, kind) is None for e in rows):
+        return
+    e = rows[0]
+    said = kind_from_schema(name, rows)  # refuses when no row fits any kind
+    raise Refused(
+        f"{flag} says {name} is `{kind}`, but its schema says `{said}`: row {e.name} ({NATIVE_FUNCTIONS}:"
+        f"{e.start_line}) takes {describe_inputs(e.func)}.",
+        hint=f"Leave the kind out (mpsgen reads it from the schema) or give {kind_flag(said)}.",
+    )
+
+
+def schema_rows(table: NativeFunctions, name: str, migrate: bool = False) -> list[NativeFunction]:
+    """The rows whose schema says the op's kind: those with a CPU/CUDA kernel (for a
+    migration, those of them on an MPS kernel of their own). Refuses a name that is no op
+    (with the closest names) and an op with no CPU/CUDA kernel line."""
+    of_op = rows_of_op(table, name)
+    hosts = [e for e in of_op if host_kernel(e)]
+    if not hosts:
+        raise no_host_kernel_refusal(name, of_op)
+    if migrate:
+        from mpsgen.migrate import legacy_rows
+
+        legacy = [r.entry for r in legacy_rows(of_op)]
+        if legacy:
+            return legacy
+    return hosts
+
+
+def kind_and_dtypes_from_tree(
+    tree: PytorchTree, name: str, *, migrate: bool = False, kind: str | None = None, flag: str = "", dtypes: bool = True
+) -> tuple[str, tuple[str, ...], str]:
+    """(kind, dtype groups, how the groups were chosen) for a command given no kind or no dtype
+    flags: the kind from the rows' schemas (a ``kind`` given by ``flag`` is checked against
+    them), the groups from what the op's OpInfo tests on MPS (none when ``dtypes`` is False)."""
+    _src, table = read_native_functions(tree)
+    rows = schema_rows(table, name, migrate)
+    if kind is None:
+        kind = kind_from_schema(name, rows)
+        if not any("pointwise" in e.tags for e in table.of_op(name)):
+            raise Refused(
+                f"mpsgen cannot tell that {name} is elementwise: no row of it is tagged `pointwise` in {NATIVE_FUNCTIONS}, "
+                f"and the kernels mpsgen writes are elementwise (TensorIterator) ones; its schema alone would say `{kind}`.",
+                hint=f"If its CPU/CUDA kernel is a TensorIterator loop, give the kind ({kind_flag(kind)}).",
+            )
+    else:  # any row of the op will do (a re-run after a --partial migration has only the rows left behind)
+        check_kind_flag(name, kind, [e for e in table.of_op(name) if host_kernel(e)], flag)
+    if not dtypes:
+        return kind, (), ""
+    groups, how = dtype_groups_from_tree(opinfo_keys(tree, name, table), kind, cpu_output(tree, rows))
+    return kind, groups, how
+
+
+# torch dtypes -> the dtype groups that register them
+_INT_DTYPES = frozenset({"torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8"})
+
+
+_OUTPUT_OPS = (("bool", re.compile(r"force_boolean|comparison_op|boolean_op")), ("float", re.compile(r"float_op")))
+
+
+def cpu_output(tree: PytorchTree, rows: list[NativeFunction]) -> str | None:
+    """"float" or "bool" when the .cpp defining the rows' CPU/CUDA kernel builds its
+    TensorIterator as a float op (integers give float) or a boolean one, in the kernel's body
+    or the op's TORCH_META_FUNC (written out or made by a macro); None when it cannot be told."""
+    resolver = StubResolver.of(tree)
+    for e in rows:
+        d = resolver.resolve(e).definition
+        if d is None:
+            continue
+        text = tree.read(d.path).text
+        op = re.escape(e.base.rstrip("_"))
+        chunks = []
+        if d.via is None:  # a definition written out: its body
+            start = len("\n".join(text.split("\n")[: d.line - 1]))
+            chunks.append(text[start : text.find("\n}", start)])
+        for m in re.finditer(rf"TORCH_META_FUNC2?\s*\(\s*{op}\b[^)]*\)", text):
+            chunks.append(text[m.end() : text.find("\n}", m.end())])
+        for m in re.finditer(rf"^(\w+)\(\s*{op}\s*\)", text, re.M):  # a macro instance making the meta function
+            made = re.search(rf"#\s*define\s+{m.group(1)}\((?:[^\n]*\\\n)*[^\n]*", text)
+            if made and "TORCH_META_FUNC" in made.group(0):
+                chunks.append(made.group(0))
+        for output, pattern in _OUTPUT_OPS:
+            if any(pattern.search(c) for c in chunks):
+                return output
+    return None
+
+
+def dtype_groups_from_tree(targets: OpInfoTargets, kind: str, output: str | None = None) -> tuple[tuple[str, ...], str]:
+    """(dtype groups, how they were chosen) covering what the op's OpInfo tests on MPS, with
+    integer inputs giving what the OpInfo or the CPU kernel (``output``) says they give."""
+    tested = set(targets.dtypes)
+    if not tested:
+        return ("float",), "dtypes float (float, half, bfloat) only: no OpInfo of the op says which dtypes it tests on MPS"
+    groups = ["float"]
+    ints = tested & _INT_DTYPES
+    why = ""
+    if (targets.returns_bool or output == "bool") and kind in ("unary", "binary"):
+        if ints or "torch.bool" in tested:
+            groups.append("integer")
+        groups.append("bool_out")
+    elif ints or "torch.bool" in tested:
+        if targets.promotes_int_to_float or output == "float":
+            groups.append("int2float")
+        else:
+            groups.append("integer" if "torch.bool" in tested else "integer_no_bool")
+            if output is None:
+                why = " (integers keep their type: no .cpp of this tree shows the CPU kernel computing them in float; give --int2float if it does)"
+    if "torch.complex64" in tested:
+        groups.append("complex")
+    names = ", ".join(sorted(targets.found)) or "its OpInfo"
+    return tuple(groups), f"dtypes {', '.join(groups)}: what the OpInfo of {names} tests on MPS{why}"
 
 
 def check_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
@@ -120,7 +296,8 @@ def check_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
 
 def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver) -> tuple[str, list[str], list[str]]:
     """(stub, notes, blockers): the stub the rows' CPU/CUDA kernel runs, read from the tree.
-    Refuses when it cannot be known, belongs to another op, or differs between rows."""
+    Refuses when it cannot be known, belongs to another op, or differs between rows; a stub
+    matched by its name alone (no .cpp defines the kernel) is a blocker until --stub names it."""
     resolutions = [resolver.resolve(e) for e in rows if host_kernel(e)]
     notes = [f"dispatch stub: {r.describe()}" for r in resolutions if r.stub]
     if spec.stub:
@@ -158,7 +335,16 @@ def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver
         )
     if not stubs:
         return f"{spec.name}_stub", notes, []
-    return stubs[0], notes, []
+    guessed = [r for r in resolutions if not r.verified]
+    blockers = [
+        f"dispatch stub {r.stub} is chosen by its name alone ({r.rule}): no .cpp in this tree defines {r.kernel}, "
+        f"the CPU/CUDA kernel of row {r.row}, so nothing shows that it runs {r.stub} (sub_out runs add_stub); a "
+        f"Metal kernel registered for the wrong stub never runs. Check {r.kernel}'s definition and name the stub "
+        f"with --stub {r.stub} (or `stub:` in the spec)."
+        for r in guessed[:1]
+    ]
+    notes = [f"dispatch stub: {r.describe()}" for r in resolutions if r.verified]
+    return stubs[0], notes, blockers
 
 
 _MPS_REAL = frozenset(
@@ -269,6 +455,8 @@ class OpInfoTargets:
     found: set[str]  # the op's OpInfo keys that exist in the OpInfo files
     spans: list[tuple[str, list[tuple[int, int]]]]  # per OpInfo file, the entries to edit
     dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
+    promotes_int_to_float: bool = False  # an OpInfo says `promotes_int_to_float=True`
+    returns_bool: bool = False  # an OpInfo says `always_returns_bool=True`
 
 
 def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
@@ -296,6 +484,7 @@ def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTar
     keys: set[str] = set(guesses)
     spans: dict[str, list[tuple[int, int]]] = {}
     dtypes: set[str] = set()
+    flags: set[str] = set()
     for rel, src in texts.items():
         if not any(g in src.text for g in guesses):
             continue
@@ -307,13 +496,15 @@ def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTar
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
             if not entry.ctor.startswith("Foreach"):
                 dtypes |= declared_dtypes(src.text, entry) or set()
+                body = src.text[entry.open_paren : entry.close_paren]
+                flags.update(f for f in ("promotes_int_to_float", "always_returns_bool") if re.search(rf"\b{f}\s*=\s*True", body))
     for rel, src in texts.items():
         if not any(n in src.text for n in names):
             continue
         for entry in find_ref_entries(rel, src.text, names):
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
     merged = [(rel, sorted(set(s))) for rel, s in spans.items()]
-    return OpInfoTargets(keys, found, merged, dtypes)
+    return OpInfoTargets(keys, found, merged, dtypes, "promotes_int_to_float" in flags, "always_returns_bool" in flags)
 
 
 def plan_new_op(
@@ -325,9 +516,11 @@ def plan_new_op(
     rows: list[NativeFunction] | None = None,
     allow_dtype_loss: bool = True,
     mpsgraph_checks: tuple[str, ...] = (),
+    partial: bool = False,
 ) -> Changeset:
     """``table``: native_functions.yaml already scanned, when the caller has it. ``rows``: with
-    ``yaml_mode="migrate"``, the rows the kernel will serve (their stub is the one registered)."""
+    ``yaml_mode="migrate"``, the rows the kernel will serve (their stub is the one registered).
+    ``partial``: new-op may leave rows of the op on their own MPS kernels (MPSGraph code)."""
     changeset = Changeset(tree)
     metal_rel = spec.files.get("metal") or DEFAULT_METAL[spec.base_kind]
     mm_rel = spec.files.get("mm") or DEFAULT_MM[spec.base_kind]
@@ -341,11 +534,16 @@ def plan_new_op(
     if table is None:
         table = scanned
     if yaml_mode == "add":
-        choice = choose_rows(spec, table)
+        choice = choose_rows(spec, table, partial)
         rows = [e.name for e in choice.rows]
         if rows:
             changeset.add(yaml_src, yaml_edit.add_mps_to_rows(yaml_src.text, rows, table))
             changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}")
+        for e in choice.on_mpsgraph:
+            changeset.warnings.append(
+                f"left {e.name} on its own MPS kernel {e.mps_entries[0].kernel} (--partial); "
+                f"`mpsgen migrate-from-mpsgraph {spec.name}` moves it."
+            )
         already_on_metal = not rows
         already_mps = choice.already_mps
         served = choice.rows or choice.already_mps
@@ -373,6 +571,13 @@ def plan_new_op(
     registrations = plan_registrations(kspec, metal, base_macros, metal_rel)
     functor_exists = kspec.name in metal.functors
     functor_text = None if functor_exists else render_functor(kspec)
+    if functor_text and not spec.functor.is_scaffold:  # compiled before anything is written
+        from mpsgen.compile_gate import NO_COMPILER, check_functor
+
+        gate = check_functor(kspec, functor_text, input_dtypes(kspec))
+        changeset.blockers.extend(gate.problems)
+        if gate.compiler is None:
+            changeset.warnings.append(NO_COMPILER)
     if functor_exists and not spec.functor.is_scaffold:
         changeset.warnings.append(
             f"{metal_rel}:{metal.functors[kspec.name].start_line + 1}: {kspec.name}_functor already exists; kept it, "
@@ -423,6 +628,7 @@ def plan_new_op(
         changeset.notes.append(f"{mm_rel}: {how} for {stub}")
 
     if already_on_metal and changeset.empty:
+        changeset.blockers.clear()  # nothing is written: what would have blocked it does not apply
         return changeset  # nothing to do
     if already_on_metal:
         e = already_mps

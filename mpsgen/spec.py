@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from mpsgen.errors import BadInput, Location, SpecErrors
+from mpsgen.text import shorten
 from mpsgen.tree.source import mask_c_comments_and_strings, read_bounded
 
 if TYPE_CHECKING:
@@ -47,7 +48,11 @@ class FunctorSource:
 
     body: str | None = None
     expr: str | None = None
-    origin: str = "scaffold"  # "flags", a spec path, or "scaffold"
+    origin: str = "scaffold"  # "--expr", "--functor-file PATH", a spec path, or "scaffold"
+    # where the text starts in ``origin``: its first line (1-based; 0 unknown), and the columns
+    # before a line's first character there (a block scalar's indentation)
+    line: int = 0
+    column: int = 0
 
     @property
     def is_scaffold(self) -> bool:
@@ -240,7 +245,7 @@ def check_body(body: str, name: str | None, where: str = "the functor body") -> 
         close = _matching_brace(masked, whole.end() - 1)
         rest = masked[close + 1 :].strip()
         if rest not in ("", ";"):
-            return f"{where} has code after the end of struct {whole.group(1)} ({rest[:30]!r}); give only the functor."
+            return f"{where} has code after the end of struct {whole.group(1)} ({shorten(rest, 30)!r}); give only the functor."
     return None
 
 
@@ -282,6 +287,18 @@ def spec_problems(spec: OpSpec) -> list[str]:
 
 def _loc(path: str, node: yaml.Node) -> Location:
     return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _text_start(node: yaml.Node, text: str) -> tuple[int, int]:
+    """(line, column) where a scalar's text starts in the file: a block scalar's (``|``, ``>``)
+    on the line after its indicator, indented; a quoted one after its quote."""
+    line, col = node.start_mark.line + 1, node.start_mark.column
+    if node.style in ("|", ">"):
+        for number, content in enumerate(text.split("\n")[line:], line + 1):
+            if content.strip():
+                return number, len(content) - len(content.lstrip(" "))
+        return line + 1, 0
+    return line, col + (1 if node.style in ("'", '"') else 0)
 
 
 def _number(text: str | None) -> float | None:
@@ -388,16 +405,17 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
 
     functor = FunctorSource()
     body = expr = None
+    text_node = None  # the node holding the functor's text
     if "functor" in fields:
         vnode = fields["functor"][1]
         if isinstance(vnode, yaml.ScalarNode) and vnode.value.strip():
-            body = vnode.value
+            body, text_node = vnode.value, vnode
         elif isinstance(vnode, yaml.MappingNode):
             for k, v in vnode.value:
                 if _scalar(k) == "expr" and _scalar(v):
-                    expr = _scalar(v)
+                    expr, text_node = _scalar(v), v
                 elif _scalar(k) == "body" and _scalar(v):
-                    body = _scalar(v)
+                    body, text_node = _scalar(v), v
                 else:
                     problems.append((_loc(shown, k), "'functor' takes 'expr: <C++ expression>' or 'body: <struct body>'."))
             if expr is not None and body is not None:
@@ -410,6 +428,7 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         if expr is not None or body is not None:
             problems.append((_loc(shown, fields["expr"][0]), "give either 'functor' or 'expr', not both."))
         expr = need_str("expr")
+        text_node = fields["expr"][1]
     if body is not None and expr is None and (why := check_body(body, name, "'functor'")):
         problems.append((_loc(shown, fields["functor"][1]), why))
     if expr is not None and body is None:
@@ -417,7 +436,8 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         if why := check_expr(expr, "'expr'"):
             problems.append((_loc(shown, node), why))
     if body is not None or expr is not None:
-        functor = FunctorSource(body=body, expr=expr, origin=shown)
+        line, column = _text_start(text_node, text) if text_node is not None else (0, 0)
+        functor = FunctorSource(body=body, expr=expr, origin=shown, line=line, column=column)
 
     dtypes: list[str] = []
     if "dtypes" in fields:

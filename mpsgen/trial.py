@@ -7,26 +7,33 @@ get every pairing of the edge values. half and bfloat are 16-bit types in the sh
 each result to nearest even, as the GPU does. The program is compiled once per content (a
 hash names it in the cache) and run in its own process with a time limit.
 
-torch is imported here only (``mpsgen try`` needs it; nothing else in mpsgen does).
+torch is imported here only (``mpsgen try`` needs it; nothing else in mpsgen does); numpy is
+not needed (tensors go to and from the program as bytes through ``torch.frombuffer``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import warnings
+import platform
 import re
+import shlex
 import shutil
 import subprocess
+import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.registrations import input_dtypes
 from mpsgen.resources import resource_dir
 from mpsgen.spec import OPERANDS, OpSpec
+from mpsgen.text import shorten
 
 TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
+COMPILERS = ("g++", "clang++", "c++")
 TORCH_NAMES = {
     "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
     "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
@@ -79,12 +86,47 @@ class TrialResult:
         return all(r.ok for r in self.results)
 
 
-def compiler() -> str:
-    for name in ("g++", "clang++", "c++"):
+def compiler() -> str | None:
+    """The first C++ compiler on PATH (g++, clang++, c++), or None."""
+    for name in COMPILERS:
         path = shutil.which(name)
         if path:
             return path
-    raise BadInput("mpsgen try needs a C++17 compiler (g++ or clang++) on PATH.", hint="Install one, e.g. apt-get install g++.")
+    return None
+
+
+def install_compiler_command(system: str | None = None) -> str:
+    return "xcode-select --install" if (system or platform.system()) == "Darwin" else "sudo apt-get install -y g++"
+
+
+def install_torch_command() -> str:
+    """pip for the Python mpsgen runs in (any recent release serves as the CPU reference)."""
+    return f"{shlex.quote(sys.executable)} -m pip install torch"
+
+
+def import_torch() -> ModuleType | None:
+    """torch, or None when this Python cannot import it (its warning that numpy is missing is
+    silenced: mpsgen does not use torch's numpy bridge)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+            import torch
+    except (ImportError, OSError):
+        return None
+    return torch
+
+
+def missing_requirements(has_torch: bool, cxx: str | None) -> BadInput:
+    """One error naming each thing mpsgen try lacks and the command that installs it."""
+    missing = []
+    if not has_torch:
+        missing.append(f"torch, which {sys.executable} cannot import (install it: {install_torch_command()})")
+    if cxx is None:
+        missing.append(f"a C++17 compiler on PATH ({', '.join(COMPILERS)}; install one: {install_compiler_command()})")
+    return BadInput(
+        "mpsgen try runs the functor compiled on this machine and compares it with PyTorch's CPU op; it needs "
+        + " and ".join(missing) + "."
+    )
 
 
 def alpha_metal_type(spec: OpSpec, metal_in: str) -> str:
@@ -262,7 +304,9 @@ def _kept(torch, spec: OpSpec, operand: str, t):
     return (t.double() >= low) & (t.double() <= high)
 
 
-def _raw(torch, t):
+def _raw(torch, t) -> bytes:
+    """The values of ``t`` as the program reads them (native byte order), copied bit for bit
+    into a buffer torch writes through (no numpy)."""
     if t.dtype == torch.complex32:
         t = torch.view_as_real(t.to(torch.complex64)).half().view(torch.int16)
     elif t.dtype == torch.complex64:
@@ -271,7 +315,11 @@ def _raw(torch, t):
         t = t.view(torch.int16)
     elif t.dtype == torch.bool:
         t = t.to(torch.uint8)
-    return t.contiguous().numpy().tobytes()
+    if not t.numel():
+        return b""
+    data = bytearray(t.numel() * t.element_size())
+    torch.frombuffer(data, dtype=t.dtype).copy_(t.flatten())
+    return bytes(data)
 
 
 def _from_raw(torch, data: bytes, dtype):
@@ -288,10 +336,6 @@ def _from_raw(torch, data: bytes, dtype):
 
 
 def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64) -> TrialResult:
-    try:
-        import torch
-    except ImportError:
-        raise BadInput("mpsgen try compares with PyTorch's CPU op: install torch (pip install torch).") from None
     if spec.kind not in ("unary", "binary", "unary_alpha", "binary_alpha", "ternary"):
         raise Refused(f"mpsgen try covers unary, binary, unary_alpha, binary_alpha and ternary ops; {spec.name} is {spec.kind}.")
     if spec.functor.is_scaffold:
@@ -302,7 +346,9 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         if unknown:
             raise BadInput(f"--dtypes {', '.join(unknown)}: not registered for {spec.name} (registered: {', '.join(TORCH_NAMES[i] for i, _ in pairs)}).")
         pairs = [(i, o) for i, o in pairs if i in dtypes or TORCH_NAMES[i] in dtypes]
-    cxx = compiler()
+    torch, cxx = import_torch(), compiler()
+    if torch is None or cxx is None:
+        raise missing_requirements(torch is not None, cxx)
     binary, cached = build(spec, pairs, cxx)
     op = getattr(torch.ops.aten, spec.name)
     keyword = scalar_keyword(op, spec)
@@ -339,7 +385,7 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             try:
                 expected = op(*inputs) if alpha is None else op(*inputs, **{keyword: alpha})
             except (RuntimeError, NotImplementedError) as exc:
-                res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {str(exc).splitlines()[0][:80]}"
+                res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {shorten(str(exc).splitlines()[0], 80)}"
                 break
             cmd = [str(binary), str(index), str(len(inputs[0]))] + ([repr(float(alpha))] if alpha is not None else [])
             try:

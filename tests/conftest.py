@@ -67,6 +67,7 @@ def without_shipped_spec(tmp_path: Path, monkeypatch):
     import shutil
 
     import mpsgen.cli
+    import mpsgen.explain
     from mpsgen.resources import resource_dir
 
     def hide(*ops: str) -> None:
@@ -74,6 +75,7 @@ def without_shipped_spec(tmp_path: Path, monkeypatch):
         shutil.copytree(resource_dir("specs"), specs, dirs_exist_ok=True)
         for op in ops:
             (specs / f"{op}.yaml").unlink(missing_ok=True)
-        monkeypatch.setattr(mpsgen.cli, "resource_dir", lambda name: specs if name == "specs" else resource_dir(name))
+        for module in (mpsgen.cli, mpsgen.explain):
+            monkeypatch.setattr(module, "resource_dir", lambda name: specs if name == "specs" else resource_dir(name))
 
     return hide

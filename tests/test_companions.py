@@ -49,12 +49,29 @@ def test_with_test_refuses_a_scaffold_before_writing(real_tree: Path, run, tmp_p
 
 
 def test_pr_description(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    """What a reviewer reads: the change file by file, dtypes, tests un-xfailed, the test plan;
+    none of mpsgen's notes on how it found things (stub resolution, line numbers, macros)."""
     monkeypatch.chdir(tmp_path)
     res = run(*HEAVISIDE, "--dry-run", "--pr-description", "--root", real_tree)
     assert res.exit_code == 0, res.output
-    out = res.stdout
-    assert "[MPS] Add Metal kernel for heaviside" in out
-    assert "Test plan:" in out and "python test/test_mps.py -v -k test_output_match_heaviside" in out
+    body = res.stdout[res.stdout.index("[MPS] Add Metal kernel for heaviside") :]
+    assert body.splitlines()[1] == "" and body.splitlines()[2].startswith("Adds a Metal kernel for `heaviside`")
+    for line in (
+        "- `aten/src/ATen/native/native_functions.yaml`: MPS runs the structured kernel CPU and CUDA share (`heaviside_out`).",
+        "- `aten/src/ATen/native/mps/kernels/BinaryKernel.metal`: adds `heaviside_functor` and registers the `heaviside` kernel for the dtypes below.",
+        "- `aten/src/ATen/native/mps/operations/BinaryKernel.mm`: dispatches `heaviside_stub` to the Metal kernel.",
+        "- `torch/testing/_internal/common_mps.py`: removes the MPS xfail/skip entries of `heaviside`, which now has a kernel.",
+        "Dtypes: float32, float16, bfloat16, int64, int32, int16, uint8, int8, bool.",
+    ):
+        assert line + "\n" in body, body
+    assert "No longer expected to fail on MPS: " in body and "`TestCommon.test_variant_consistency_eager`" in body
+    assert "Test plan:" in body and "python test/test_mps.py -v -k test_output_match_heaviside" in body
+    for internal in ("dispatch stub:", "DECLARE_DISPATCH", "chosen", "REGISTER_FLOAT_BINARY_OP", "xfail is gone", "mpsgen", ".cpp:", ".h:"):
+        assert internal not in body, internal
     mig = run("migrate-from-mpsgraph", "acosh", "--dry-run", "--pr-description", "--allow-dtype-loss", "--root", real_tree)
     assert mig.exit_code == 0, mig.output
-    assert "[MPS] Migrate acosh to Metal" in mig.stdout
+    body = mig.stdout[mig.stdout.index("[MPS] Migrate acosh to Metal") :]
+    changes = [line for line in body.splitlines() if line.startswith("- ")]
+    assert changes[0].startswith("- `aten/src/ATen/native/native_functions.yaml`: ") and "in place of `acosh_out_mps`" in changes[0]
+    assert "- `aten/src/ATen/native/mps/operations/UnaryOps.mm`: removes the MPSGraph implementation it replaces (`acosh_out_mps`)." in changes
+    assert "dispatch stub:" not in body and "DECLARE_DISPATCH" not in body

@@ -44,13 +44,25 @@ def test_explain_heaviside_shows_missing_and_what_holds_it_back(real_tree: Path,
 
 def test_explain_an_op_missing_on_one_row_and_on_mpsgraph_on_others_says_migrate(real_tree: Path, run):
     """logit: logit_ has no MPS kernel, logit and logit.out run MPSGraph code. new-op would
-    refuse (the op has an MPS kernel); the migration registers the stub and gives logit_ MPS."""
+    refuse (the op has an MPS kernel); the migration registers the stub and gives logit_ MPS.
+    (The practice tree lacks logit's MPSGraph code: without it, explain says the migration cannot run.)"""
+    from tests.test_migrate import OPS, POINTWISE_MM
+
+    res = run("explain", "logit", "--root", real_tree)
+    assert "next: none (mpsgen cannot migrate logit here): cannot find the MPSGraph implementation of logit_mps" in res.stdout
+    (real_tree / OPS / "PointwiseOps.mm").write_text(POINTWISE_MM, encoding="utf-8")
     res = run("explain", "logit", "--format", "json", "--root", real_tree)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["status"] == "missing"
     assert {r["row"]: r["status"] for r in doc["rows"]} == {"logit": "mps-kernel", "logit_": "missing", "logit.out": "mps-kernel"}
-    assert doc["next_step"] == "mpsgen migrate-from-mpsgraph logit --dry-run"
+    # no .cpp of the practice tree defines the `logit` kernel: the command names the stub it guessed, and says so
+    assert doc["command"] == "mpsgen migrate-from-mpsgraph logit --stub logit_stub --dry-run"
+    assert doc["next_step"] == doc["command"] + (
+        "   (logit_stub is chosen by its name alone: no .cpp in this tree defines logit; check that it calls logit_stub)"
+    )
+    res = run(*doc["command"].split()[1:], "--root", real_tree)
+    assert res.exit_code == 0, res.output
 
 
 def test_explain_a_metal_op_lists_its_kernel_and_dtypes(real_tree: Path, run):

@@ -118,7 +118,8 @@ def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path):
 
 def test_sigmoid_backward_block_form(real_tree: Path, run):
     res = run(
-        "migrate-from-mpsgraph", "sigmoid_backward", "--binary", "--expr", "a * (T(1) - b) * b", "--root", real_tree
+        "migrate-from-mpsgraph", "sigmoid_backward", "--binary", "--expr", "a * (T(1) - b) * b", "--stub", "sigmoid_backward_stub",
+        "--root", real_tree,
     )
     assert res.exit_code == 0, res.output
     act = read(real_tree, f"{OPS}/Activation.mm")
@@ -225,14 +226,17 @@ def pointwise_tree(real_tree: Path) -> Path:
 
 
 def test_ternary_migration(pointwise_tree: Path, run):
-    res = run("migrate-from-mpsgraph", "addcmul", "--kind", "ternary", "--opmath", "--expr", "a + b * c", "--allow-dtype-loss", "--root", pointwise_tree)
+    res = run(
+        "migrate-from-mpsgraph", "addcmul", "--kind", "ternary", "--opmath", "--expr", "a + b * c", "--allow-dtype-loss",
+        "--stub", "addcmul_stub", "--root", pointwise_tree,
+    )
     assert res.exit_code == 0, res.output
     metal = read(pointwise_tree, BINARY_METAL)
     assert "inline T operator()(const T a, const T b, const T c) {" in metal
     for t in ("float", "half", "bfloat"):
         assert f"REGISTER_OPMATH_TERNARY_OP(addcmul, {t}, {t});" in metal
     assert 'lib.exec_ternary_kernel(iter, "addcmul");' in read(pointwise_tree, f"{OPS}/BinaryKernel.mm")
-    assert "    CPU, CUDA, MPS, MTIA: addcmul_out\n" in read(pointwise_tree, YAML)
+    assert "    CPU, CUDA, MTIA, MPS: addcmul_out\n" in read(pointwise_tree, YAML)
     mm = read(pointwise_tree, f"{OPS}/PointwiseOps.mm")
     assert "addcmul" not in mm and "logit_out_mps" in mm
 
@@ -240,7 +244,7 @@ def test_ternary_migration(pointwise_tree: Path, run):
 def test_unary_alpha_migration_plain_functions_two_rows(pointwise_tree: Path, run):
     res = run(
         "migrate-from-mpsgraph", "logit", "--kind", "unary_alpha", "--int2float", "--expr", "::metal::log(x / (1 - x))",
-        "--root", pointwise_tree,
+        "--stub", "logit_stub", "--root", pointwise_tree,
     )
     assert res.exit_code == 0, res.output
     metal = read(pointwise_tree, UNARY_METAL)
@@ -301,10 +305,12 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
     assert f"cannot tell which dispatch stub {op} runs" in refused.output and f"tried {op}_stub" in refused.output
     with open(own_tree / "aten/src/ATen/native/BinaryOps.h", "a", encoding="utf-8") as fh:
         fh.write(f"DECLARE_DISPATCH(made_up_fn, {op}_stub)\n")
-    res = run("new-op", op, "--kind", kind, "--expr", expr, "--dry-run", "--root", own_tree)
+    guessed = run("new-op", op, "--kind", kind, "--expr", expr, "--dry-run", "--root", own_tree)
+    assert guessed.exit_code == 1  # no .cpp defines {op}_out: the stub is only a guess by its name
+    assert f"error: dispatch stub {op}_stub is chosen by its name alone (exact name)" in guessed.output
+    res = run("new-op", op, "--kind", kind, "--expr", expr, "--stub", f"{op}_stub", "--dry-run", "--root", own_tree)
     assert res.exit_code == 0, res.output
     assert f"+    CPU, CUDA, MPS: {op}_out" in res.output
-    assert f"{op}_stub chosen by exact name for {op}_out" in res.output
     assert line in res.output
     assert host in res.output
 
@@ -321,7 +327,11 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
         (["logical_not", "--unary"], 1, ["cannot find the MPSGraph implementation of logical_not_out_mps", "UnaryOps.mm", "Activation.mm"]),
         (["acosh", "--unary", "--row", "acosh"], 1, ["row acosh has no MPS kernel of its own"]),
         (["acosh", "--unary", "--row", "acosh.nope"], 1, ["not a row of acosh"]),
-        (["equal"], 2, ["say what kind", "--unary"]),  # no shipped spec (frac has one: it just works)
+        (["equal"], 1, ["equal", "CPU and CUDA use different kernels"]),  # the kind from the schema: binary
+        (["acossh"], 1, ["not in", "Did you mean acosh"]),
+        (["threshold"], 1, ["takes 1 tensor and 2 scalars, which fits no kind"]),
+        (["add"], 1, ["add_out_mps", "no row of it has a `CPU, CUDA:` kernel line"]),
+        (["acosh", "--binary"], 1, ["--binary says acosh is `binary`, but its schema says `unary`"]),
         ([], 2, ["give the op to migrate", "--list"]),
         (["acosh", "--unary", "--list"], 2, ["--list takes only", "OP", "--unary"]),
         (["acosh", "--unary", "--format", "json"], 2, ["--format applies to --list only"]),
@@ -425,7 +435,10 @@ def test_xfail_entries_leave_with_the_migration(own_tree: Path, run):
 
 
 def test_static_helper_used_only_by_the_removed_kernel_goes(real_tree: Path, run):
-    res = run("migrate-from-mpsgraph", "sign", "--unary", "--integer", "--expr", "T(x > T(0)) - T(x < T(0))", "--root", real_tree)
+    res = run(
+        "migrate-from-mpsgraph", "sign", "--unary", "--integer", "--expr", "T(x > T(0)) - T(x < T(0))", "--stub", "sign_stub",
+        "--root", real_tree,
+    )
     assert res.exit_code == 0, res.output
     ops = read(real_tree, f"{OPS}/UnaryOps.mm")
     assert "sign_tensor" not in ops and "sign_out_mps" not in ops and "sign_native.h" not in ops
@@ -541,7 +554,8 @@ def test_removed_input_checks_are_listed(real_tree: Path, run):
 
 def test_integer_dtypes_mpsgraph_serves_are_not_dropped_silently(real_tree: Path, run):
     before = snapshot(real_tree)
-    res = run("migrate-from-mpsgraph", "pow", "--binary", "--expr", "::metal::pow(a, b)", "--partial", "--root", real_tree)
+    # a dtype flag (--opmath) makes the flags say the dtypes: float only, not what the OpInfo tests
+    res = run("migrate-from-mpsgraph", "pow", "--binary", "--opmath", "--expr", "::metal::pow(a, b)", "--partial", "--root", real_tree)
     assert res.exit_code == 1
     assert "serves torch.bool, torch.int16, torch.int32, torch.int64, torch.int8, torch.uint8 today" in res.output
     assert "--allow-dtype-loss" in res.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -144,7 +145,11 @@ def test_declared_stub_gives_no_problem(real_tree: Path, run):
     "args, code, needle",
     [
         (["heaviside", "--unary", "--binary"], 2, "mutually exclusive"),
-        (["threshold"], 2, "--unary or --binary"),  # no shipped spec (two Scalars: see specs/README.md; a bare heaviside uses its spec)
+        (["threshold"], 1, "takes 1 tensor and 2 scalars, which fits no kind"),  # the kind is read from the schema
+        (["frexp"], 1, "returns 2 tensors"),
+        (["heaviside", "--unary"], 1, "--unary says heaviside is `unary`, but its schema says `binary`"),
+        (["heaviside", "--kind", "other"], 2, "--kind other: not a kind mpsgen writes"),
+        (["acossh"], 1, "Did you mean acosh"),
         (["heavi;side", "--binary"], 2, "not a C identifier"),
         (["heavi)side", "--binary"], 2, "not a C identifier"),
         (['heavi"side', "--binary"], 2, "not a C identifier"),
@@ -300,7 +305,8 @@ def test_demo_without_torch_uses_own_sample_files(run, monkeypatch):
 
 
 def test_complex_op_is_marked_complex_supported(real_tree: Path, run):
-    result = run("new-op", "heaviside", "--binary", "--integer", "--complex", "--root", real_tree)
+    # (heaviside's own functor compares with T(0), which a float2 cannot: the compile gate refuses it)
+    result = run("new-op", "heaviside", "--binary", "--integer", "--complex", "--expr", "a + b", "--root", real_tree)
     assert result.exit_code == 0, result.output
     common = read(real_tree, COMMON_MPS)
     start = common.index("SUPPORTED_COMPLEX_OPS = {")
@@ -320,9 +326,14 @@ def test_laguerre_registers_the_declared_stub(real_tree: Path, run):
 
 def test_legendre_by_name_rule_when_no_cpp_defines_it(real_tree: Path, run):
     (real_tree / "aten/src/ATen/native/BinaryOps.cpp").unlink()
-    res = run("new-op", "special_legendre_polynomial_p", "--binary", "--expr", "a + b", "--dry-run", "--root", real_tree)
+    args = ("new-op", "special_legendre_polynomial_p", "--binary", "--expr", "a + b", "--dry-run", "--root", real_tree)
+    res = run(*args)  # a stub chosen by its name alone blocks the write until --stub names it
+    assert res.exit_code == 1, res.output
+    assert "error: dispatch stub legendre_polynomial_p_stub is chosen by its name alone (name without python_module prefix)" in res.output
+    assert "--stub legendre_polynomial_p_stub" in res.output
+    res = run(*args, "--stub", "legendre_polynomial_p_stub")
     assert res.exit_code == 0, res.output
-    assert "legendre_polynomial_p_stub chosen by name without python_module prefix" in res.output
+    assert "chosen by its name alone" not in res.output
     assert "REGISTER_DISPATCH(legendre_polynomial_p_stub," in res.output
 
 
@@ -330,8 +341,8 @@ def test_legendre_by_name_rule_when_no_cpp_defines_it(real_tree: Path, run):
     "args, words",
     [
         (["frexp", "--unary", "--expr", "x"], ["frexp.Tensor_out", "returns 2 tensors"]),
-        (["heaviside", "--unary", "--expr", "x"], ["heaviside.out", "2 tensors", "not one tensor input"]),
-        (["special_xlog1py", "--unary", "--expr", "x"], ["special_xlog1py.out", "not one tensor input"]),
+        (["heaviside", "--unary", "--expr", "x"], ["heaviside.out", "takes 2 tensors", "--unary says", "schema says `binary`"]),
+        (["special_xlog1py", "--unary", "--expr", "x"], ["special_xlog1py.out", "schema says `binary`", "give --binary"]),
     ],
 )
 def test_schema_mismatch_is_refused(real_tree: Path, run, args, words):
@@ -395,3 +406,42 @@ def test_dtypes_the_opinfo_does_not_test_are_named(real_tree: Path, run):
     assert "registers torch.float16, torch.bfloat16, which the OpInfo of special.ndtri does not test on MPS" in res.stderr
     heaviside = run("new-op", "heaviside", "--dry-run", "--root", real_tree)
     assert "does not test on MPS" not in heaviside.stderr  # its OpInfo tests every dtype it gets
+
+
+def test_new_op_on_an_op_half_on_mpsgraph_names_the_migration(real_tree: Path, run):
+    """logit: logit and logit.out run their own MPS kernels (MPSGraph code); new-op would give
+    MPS to logit_ only. It refuses, naming the migration; --partial goes on and says what stays."""
+    before = snapshot(real_tree)
+    res = run("new-op", "logit", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 1
+    assert "logit.out (MPS: logit_out_mps)" in res.stderr and "`mpsgen migrate-from-mpsgraph logit`" in res.stderr
+    assert "--partial" in res.stderr
+    res = run("new-op", "logit", "--partial", "--stub", "logit_stub", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "left logit.out on its own MPS kernel logit_out_mps (--partial)" in res.stderr
+    assert re.search(r"^\+    CPU, CUDA\b[\w, ]*\bMPS\b[\w, ]*: logit_$", res.stdout, re.M)  # (where MPS goes on the line aside)
+    assert snapshot(real_tree) == before
+
+
+def test_kind_and_dtypes_come_from_the_tree(real_tree: Path, run, without_shipped_spec):
+    without_shipped_spec("heaviside")
+    res = run("new-op", "heaviside", "--expr", "a == T(0) ? b : static_cast<T>(a > T(0))", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "kind binary (--binary): read from the rows' schema" in res.stderr
+    assert "dtypes float, integer: what the OpInfo of heaviside tests on MPS" in res.stderr
+    assert "+REGISTER_INTEGER_BINARY_OP(heaviside);" in res.stdout
+    # a dtype flag says the dtypes itself
+    res = run("new-op", "heaviside", "--int2float", "--expr", "a + b", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "+REGISTER_INT2FLOAT_BINARY_OP(heaviside);" in res.stdout and "what the OpInfo" not in res.stderr
+
+
+def test_a_bool_output_is_read_from_the_cpu_kernel(real_tree: Path):
+    from mpsgen.newop import kind_and_dtypes_from_tree
+    from mpsgen.tree import PytorchTree
+
+    # signbit_out builds a unary_force_boolean_op (the practice UnaryOps.cpp): bool_out
+    kind, groups, _how = kind_and_dtypes_from_tree(PytorchTree(real_tree), "signbit", migrate=True)
+    assert kind == "unary" and groups == ("float", "integer", "bool_out")
+    # acosh's OpInfo says promotes_int_to_float; it tests complex64 on MPS
+    assert kind_and_dtypes_from_tree(PytorchTree(real_tree), "acosh", migrate=True)[:2] == ("unary", ("float", "int2float", "complex"))

@@ -47,6 +47,27 @@ def test_doctor_on_a_mac_checks_the_metal_toolchain_and_torch_mps(real_tree: Pat
     assert doctor.exit_status(list(checks.values())) == 0  # the toolchain is not needed to write a change
 
 
+def test_doctor_checks_what_mpsgen_try_needs(real_tree: Path, monkeypatch, tmp_path: Path):
+    """A C++17 compiler and torch: reported with their versions, or each with the command that
+    installs it; never a FAIL (mpsgen writes changes without them)."""
+    import importlib.util
+    import sys
+
+    checks = {c.name: c for c in doctor.run_doctor(real_tree, system="Linux")}
+    assert checks["C++ compiler"].status == "ok" and ", C++17" in checks["C++ compiler"].detail
+    assert checks["torch"].status == "ok" and checks["torch"].detail.startswith("2.13.0")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    checks = {c.name: c for c in doctor.run_doctor(real_tree, system="Linux")}
+    assert checks["C++ compiler"].status == "warn" and checks["C++ compiler"].fix == "sudo apt-get install -y g++"
+    assert checks["torch"].status == "warn" and sys.executable in checks["torch"].detail
+    assert checks["torch"].fix.endswith("-m pip install torch")
+    assert doctor.exit_status(list(checks.values())) == 0
+    mac = {c.name: c for c in doctor.run_doctor(real_tree, system="Darwin")}
+    assert mac["C++ compiler"].fix == "xcode-select --install"
+
+
 def test_tutorial_runs_through_with_yes(run, tmp_path: Path):
     keep = tmp_path / "practice"
     res = run("tutorial", "--yes", "--keep", keep)

@@ -31,6 +31,24 @@ def readme_blocks() -> list[list[str]]:
 BLOCKS = readme_blocks()
 
 
+def readme_setup_commands() -> list[str]:
+    """The set-up commands of the README's sh blocks (those that install mpsgen)."""
+    return [line.strip() for body in _BLOCK.findall(README.read_text()) for line in body.splitlines() if line.startswith("pip install ")]
+
+
+def test_ci_runs_the_readme_setup_commands_verbatim_in_a_fresh_environment():
+    """.ci/run makes a virtual environment of its own, then runs the README's set-up commands
+    as written, in the README's order, each failing CI on its own."""
+    ci = (README.parent / ".ci" / "run").read_text()
+    setup = readme_setup_commands()
+    assert setup == ["pip install -e . && mpsgen demo", "pip install -e '.[test]' && python -m pytest -q"]
+    assert re.findall(r'^step "(.*)"$', ci, re.M) == setup
+    assert "set -euo pipefail" in ci and 'bash -c "$1"' in ci
+    venv = ci.index('-m venv "$work/venv"')
+    assert venv < ci.index('source "$work/venv/bin/activate"') < ci.index("\nstep ")
+    assert "apt-get install -y -q chromium" in ci
+
+
 def test_the_readme_has_commands():
     assert sum(len(b) for b in BLOCKS) >= 10
 

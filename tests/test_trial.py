@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
 
+from mpsgen import trial
 from mpsgen.resources import resource_dir
 
 
@@ -51,8 +53,6 @@ def test_a_compile_error_names_the_spec_line(run, tmp_path: Path):
 
 
 def test_a_functor_that_never_ends_is_stopped(run, tmp_path: Path, monkeypatch):
-    from mpsgen import trial
-
     monkeypatch.setattr(trial, "TIME_LIMIT", 1.0)
     body = (
         "functor: |\n  template <typename T>\n  inline T operator()(const T x) {\n"
@@ -81,7 +81,7 @@ def test_half_and_bfloat_round_as_the_gpu_does(tmp_path: Path):
         torch.randn(50000, generator=gen) * 1e-6,  # half subnormals and ties
         torch.arange(-25000, 25000, dtype=torch.int32).to(torch.float32) * 2.0 ** -14 + 2.0 ** -25,
     ]).to(torch.float32)
-    out = subprocess.run([str(exe)], input=f.numpy().tobytes(), capture_output=True, check=True).stdout
+    out = subprocess.run([str(exe)], input=trial._raw(torch, f), capture_output=True, check=True).stdout
     widen = torch.frombuffer(bytearray(out[: 65536 * 8]), dtype=torch.float32).view(65536, 2)
     bits = torch.arange(65536, dtype=torch.int32).to(torch.int16)
     torch.testing.assert_close(widen[:, 0], bits.view(torch.float16).float(), equal_nan=True, rtol=0, atol=0)
@@ -169,3 +169,45 @@ def test_try_domain_restricts_the_samples_and_says_why(run, tmp_path: Path):
     assert "skipped  (no int64 sample lies in the spec's try_domain)" in res.stdout
     compared = int(res.stdout.split("\n  float    float")[1].split()[0])
     assert 0 < compared < 83 * 83  # every a (19 edges, 64 random values), only some b
+
+
+def test_without_torch_or_a_compiler_one_paragraph_says_what_to_install(run, tmp_path: Path, monkeypatch):
+    """No traceback: one error naming what is missing and the command that installs it."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    res = run("try", "heaviside")
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert text.startswith("error: mpsgen try runs the functor compiled on this machine") and "Traceback" not in res.output
+    assert f"torch, which {sys.executable} cannot import" in text
+    assert "-m pip install torch)" in text and "C++17 compiler" not in text
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no C++ compiler either: both are named
+    text = " ".join(run("try", "heaviside").output.split())
+    assert "torch, which" in text and "a C++17 compiler on PATH (g++, clang++, c++; install one: sudo apt-get install -y g++)" in text
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    res = run("try", "heaviside")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "torch" not in text.split("needs", 1)[1] and "C++17 compiler" in text, res.output
+    assert trial.install_compiler_command("Darwin") == "xcode-select --install"
+    assert trial.install_torch_command().endswith("-m pip install torch")
+
+
+def test_values_go_to_the_program_bit_for_bit_without_numpy(monkeypatch):
+    """_raw writes each dtype's bytes through torch alone (numpy is not needed), and _from_raw
+    reads them back to the same bits: NaN payloads, -0.0, denormals, complex parts."""
+    import struct
+
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    assert trial._raw(torch, torch.tensor([1.5, -0.0, float("inf")])) == struct.pack("=3f", 1.5, -0.0, float("inf"))
+    assert trial._raw(torch, torch.arange(10)[3:6]) == struct.pack("=3q", 3, 4, 5)  # a view: its own values only
+    assert trial._raw(torch, torch.tensor([], dtype=torch.int32)) == b""
+    bits = torch.tensor([0, 1, 0x7C01, -32768, 0x7F7F, -1], dtype=torch.int16)
+    for dtype in (torch.float16, torch.bfloat16):
+        t = bits.view(dtype)
+        assert torch.equal(trial._from_raw(torch, trial._raw(torch, t), dtype).view(torch.int16), bits)
+    for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.float32):
+        t = torch.tensor([0, 1, 2, 100, 127], dtype=torch.int64).to(dtype)
+        assert torch.equal(trial._from_raw(torch, trial._raw(torch, t), dtype), t)
+    z = torch.complex(torch.tensor([1.0, -0.0, float("nan")]), torch.tensor([float("inf"), 2.5, 0.0]))
+    back = trial._from_raw(torch, trial._raw(torch, z), torch.complex64)
+    assert torch.equal(torch.view_as_real(back).view(torch.int32), torch.view_as_real(z).view(torch.int32))

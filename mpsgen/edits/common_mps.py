@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from mpsgen.text import shorten
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.reasons import comment_above, is_unimplemented_reason
 from mpsgen.tree.xfails import XfailEntry, canonical_dtype
@@ -150,7 +151,7 @@ def remove_op_entries(
             reason = comment_above(lines, first_line) + " " + lines[rng.end.line - 1].partition("#")[2]
             if not is_unimplemented_reason(reason):
                 if kept is not None:
-                    why = reason.strip().lstrip("# ")[:90] or "no reason given"
+                    why = shorten(reason.strip().lstrip("# "), 90) or "no reason given"
                     kept.append((rng.start.line, f"{el.dict_name}[{el.key!r}] kept ({why}); check whether it still fails"))
                 continue
         if el.dtype_nodes is None and uncovered:

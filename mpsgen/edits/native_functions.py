@@ -25,10 +25,9 @@ except AttributeError:  # pragma: no cover
 def _join_mps(line: str) -> str:
     m = _KEYS.match(line)
     assert m, line
-    keys = [k.strip() for k in m.group(2).split(",")]
-    anchor = "CUDA" if "CUDA" in keys else "CPU"
-    new_keys = re.sub(rf"\b{anchor}\b", f"{anchor}, MPS", m.group(2), count=1)
-    return f"{m.group(1)}{new_keys}{m.group(3)}{m.group(4)}"
+    # appended after every other key, as upstream's migrations write it today
+    # (`CPU, CUDA, XPU: acosh_out` -> `CPU, CUDA, XPU, MPS: acosh_out`)
+    return f"{m.group(1)}{m.group(2)}, MPS{m.group(3)}{m.group(4)}"
 
 
 def add_mps_to_rows(text: str, rows: list[str], scanned: NativeFunctions | None = None) -> str:

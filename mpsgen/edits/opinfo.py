@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from mpsgen.text import shorten
 from mpsgen.tree.opinfo import mps_decorators
 from mpsgen.tree.reasons import NUMERICS, comment_above, is_unimplemented_reason
 
@@ -37,7 +38,9 @@ def remove_mps_decorators(text: str, spans: list[tuple[int, int]], kept: list[tu
 
 
 def _summary(call: str) -> str:
-    return " ".join(call.split())[:110]
+    """The call on one line as black would write it (no space inside its brackets), whole or
+    shortened between words."""
+    return shorten(re.sub(r"([(\[])\s+|\s+([)\]])", r"\1\2", call), 160)
 
 
 def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = None) -> str:
@@ -61,7 +64,7 @@ def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = N
             calls.append((s, e))
             continue
         else:
-            why = f"its reason is not a missing kernel: {reason.lstrip('# ')[:90]}" if reason else "it gives no reason; check whether it still fails"
+            why = f"its reason is not a missing kernel: {shorten(reason.lstrip('# '), 90)}" if reason else "it gives no reason; check whether it still fails"
         if kept is not None:
             kept.append((line0 + first + 1, f"{_summary(call)} ({why})"))
     if not calls:

@@ -86,3 +86,50 @@ def test_comment_heading_a_kept_decorator_stays():
     )
     out = edit(text, "foo", set())
     assert "# NotImplementedError" in out and "device_type='mps'" not in out and "unittest.skip('x')" in out
+
+
+def test_a_kept_decorator_is_quoted_whole_or_cut_between_words():
+    """The `kept:` line names the decorator (whole when it fits, dtypes included) and its
+    reason, never cut inside a word."""
+    long_reason = "# " + " ".join(["complex inputs give results that differ from the CPU in the last place"] * 3)
+    text = (
+        "op_db = [\n"
+        "    OpInfo('foo',\n"
+        "           skips=(\n"
+        f"               {long_reason}\n"
+        "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_variant_consistency_eager',\n"
+        "                            device_type='mps', dtypes=(torch.complex64,)),\n"
+        "           )),\n"
+        "]\n"
+    )
+    kept: list[tuple[int, str]] = []
+    entries = find_op_entries("f", text, "foo", set())
+    assert remove_mps_decorators(text, [(e.open_paren, e.close_paren) for e in entries], kept) == text
+    [(line, why)] = kept
+    assert line == 5
+    assert why.startswith("DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_variant_consistency_eager', device_type='mps', dtypes=(torch.complex64,)) (")
+    reason = why.split("its reason is not a missing kernel: ", 1)[1]
+    assert reason.endswith(" …)") and len(reason) <= 92
+    assert long_reason.lstrip("# ").startswith(reason[: -len(" …)")])
+    assert long_reason[2:][len(reason) - 3] == " "  # the cut falls between two words
+
+
+def test_a_kept_decorator_laid_out_over_lines_is_quoted_as_one_line():
+    text = (
+        "op_db = [\n"
+        "    OpInfo('foo',\n"
+        "           skips=(\n"
+        "               # flaky on MPS\n"
+        "               DecorateInfo(\n"
+        "                   unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps',\n"
+        "                   dtypes=(\n"
+        "                       torch.uint8,\n"
+        "                   ),\n"
+        "               ),\n"
+        "           )),\n"
+        "]\n"
+    )
+    kept: list[tuple[int, str]] = []
+    entries = find_op_entries("f", text, "foo", set())
+    remove_mps_decorators(text, [(e.open_paren, e.close_paren) for e in entries], kept)
+    assert kept == [(5, "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps', dtypes=(torch.uint8,),) (its reason is not a missing kernel: flaky on MPS)")]
