@@ -20,11 +20,12 @@ def _package_dir(name: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def real_file_sources() -> dict[str, Path] | None:
-    """Tree-relative path -> file in the installed torch wheel, or None without torch."""
-    torch_dir = _package_dir("torch")
-    torchgen_dir = _package_dir("torchgen")
-    if torch_dir is None or torchgen_dir is None:
+def real_file_sources(site: Path | None = None) -> dict[str, Path] | None:
+    """Tree-relative path -> file in the installed torch wheel (or in ``site``, a folder
+    holding a wheel's ``torch/`` and ``torchgen/``), or None without them."""
+    torch_dir = _package_dir("torch") if site is None else site / "torch"
+    torchgen_dir = _package_dir("torchgen") if site is None else site / "torchgen"
+    if torch_dir is None or torchgen_dir is None or not torch_dir.is_dir():
         return None
     files = {
         NATIVE_FUNCTIONS: torchgen_dir / "packaged/ATen/native/native_functions.yaml",
@@ -43,13 +44,13 @@ def real_file_sources() -> dict[str, Path] | None:
     return {k: v for k, v in files.items() if v.is_file()}
 
 
-def build_practice_tree(dest: Path, *, real: bool = True) -> tuple[Path, bool]:
+def build_practice_tree(dest: Path, *, real: bool = True, sources: dict[str, Path] | None = None) -> tuple[Path, bool]:
     """Copy the practice tree to ``dest`` (overlaying the wheel's real files if ``real`` and
-    torch is installed). Returns (root, whether real files were used)."""
+    torch is installed, or the given ``sources``). Returns (root, whether real files were used)."""
     shutil.copytree(PRACTICE_TREE, dest, dirs_exist_ok=True)
     used_real = False
     if real:
-        sources = real_file_sources()
+        sources = sources or real_file_sources()
         if sources:
             for rel, src in sources.items():
                 target = dest / rel

@@ -59,6 +59,71 @@ def test_all_three_in_one_tree(real_tree: Path, run):
     for op in UPSTREAM:
         _put_mpsgraph_back(real_tree, op)
     for op in UPSTREAM:
-        res = run("migrate-from-mpsgraph", op, "--binary", *DTYPES[op], "--root", real_tree)
+        res = run("migrate-from-mpsgraph", op, "--binary", *DTYPES[op], "--stub", f"{op}_stub", "--root", real_tree)
         assert res.exit_code == 0, res.output
     assert (real_tree / NATIVE_FUNCTIONS).read_bytes() == REAL[NATIVE_FUNCTIONS].read_bytes()
+
+
+# -- torch 2.14.1: upstream migrated acosh, asinh, atanh and conj_physical between the releases,
+# on lines that already had XPU; MPS was appended after every other key (`CPU, CUDA, XPU, MPS`).
+# Put each op's pre-migration rows back into 2.14.1's own yaml, migrate, and the yaml must be
+# 2.14.1's again, byte for byte.
+NEWER_UNARY = ("acosh", "asinh", "atanh", "conj_physical")
+CONJ_MPSGRAPH = """
+Tensor& conj_physical_out_mps(const Tensor& self, Tensor& result) {
+  TORCH_CHECK(self.is_complex(), "conj_physical_out_mps: expected a complex input");
+  mps::unary_op(self, result, "conj_physical_out_mps", ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* t) {
+    return [g conjugateWithTensor:t name:nil];
+  });
+  return result;
+}
+"""
+
+
+@pytest.fixture
+def newer_tree(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
+    from mpsgen.practice import build_practice_tree
+    from tests.releases import NEWER, release_sources
+
+    sources, why = release_sources(NEWER)
+    if sources is None:
+        pytest.skip(why)
+    root, used = build_practice_tree(tmp_path / "pytorch", sources=sources)
+    assert used
+    return root, sources
+
+
+def test_migrations_reproduce_the_2_14_1_yaml_byte_for_byte(newer_tree, run):
+    root, real = newer_tree
+    yaml_path = root / NATIVE_FUNCTIONS
+    text = yaml_path.read_text(encoding="utf-8")
+    for op in NEWER_UNARY:
+        line = f"    CPU, CUDA, XPU, MPS: {op}_out\n"
+        assert text.count(line) == 1, op
+        text = text.replace(line, f"    CPU, CUDA, XPU: {op}_out\n    MPS: {op}_out_mps\n")
+    yaml_path.write_text(text, encoding="utf-8")
+    mm = root / "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+    mm.write_text(mm.read_text(encoding="utf-8").replace("\n} // namespace at::native\n", CONJ_MPSGRAPH + "\n} // namespace at::native\n"), encoding="utf-8")
+    for op in NEWER_UNARY:
+        # the practice tree has no .cpp defining atanh_out or conj_physical_out: name their stubs
+        stub = () if op in ("acosh", "asinh") else ("--stub", f"{op}_stub")
+        res = run("migrate-from-mpsgraph", op, *stub, "--root", root)
+        assert res.exit_code == 0, res.output
+    assert yaml_path.read_bytes() == real[NATIVE_FUNCTIONS].read_bytes()
+
+
+def test_2_14_1_keeps_a_line_upstream_wrote_another_way(newer_tree):
+    """Written down, not papered over: logical_not's 2.13 line was `CPU, CUDA, MTIA` + `MPS:
+    logical_not_out_mps`; 2.14.1 reads `CPU, CUDA, MPS, MTIA, XPU` (MPS put before MTIA when it
+    was migrated, XPU added later), where nan_to_num's `CPU, CUDA, MTIA` became `CPU, CUDA, MTIA,
+    XPU, MPS`. mpsgen appends (today's habit); a migration of logical_not's 2.13 line gives
+    `CPU, CUDA, MTIA, MPS`."""
+    from mpsgen.edits.native_functions import migrate_rows
+
+    _root, real = newer_tree
+    text = real[NATIVE_FUNCTIONS].read_text(encoding="utf-8")
+    assert "    CPU, CUDA, MPS, MTIA, XPU: logical_not_out\n" in text
+    assert "    CPU, CUDA, MTIA, XPU, MPS: nan_to_num_out\n" in text
+    old = REAL[NATIVE_FUNCTIONS].read_text(encoding="utf-8")
+    assert "    CPU, CUDA, MTIA: logical_not_out\n    MPS: logical_not_out_mps\n" in old
+    assert "    CPU, CUDA, MTIA, MPS: logical_not_out\n" in migrate_rows(old, ["logical_not.out"])
