@@ -1,8 +1,12 @@
 """Shared fixtures: practice trees built from mpsgen's own upstream-shaped sources, with the
-real files of the installed torch 2.13.0 wheel (yaml, test lists, OpInfos, headers)."""
+real files (yaml, test lists, OpInfos, headers) of each torch release: 2.13.0 from the installed
+wheel, 2.14.1 from its wheel in the local package index (tests/releases.py). Every test that
+reads real files runs once per release (the ``release`` parameter); where its case exists in
+one release only, it says why (``only_on``). ``MPSGEN_TEST_RELEASES=2.13.0`` runs one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,24 +14,70 @@ import pytest
 from typer.testing import CliRunner
 
 from mpsgen.cli import app
-from mpsgen.practice import build_practice_tree, real_file_sources
+from mpsgen.practice import build_practice_tree
+from tests.releases import INSTALLED, NEWER, build_release_tree, release_sources
 
-REAL = real_file_sources()
+# the real-file tests run on both releases; REAL stays the installed one's, for module-level use
+REAL, _WHY_NOT_REAL = release_sources(INSTALLED)
+RELEASES = tuple(r for r in (INSTALLED, NEWER) if r in os.environ.get("MPSGEN_TEST_RELEASES", f"{INSTALLED},{NEWER}").split(","))
+
+
+@pytest.fixture(scope="session", params=RELEASES)
+def release(request) -> str:
+    """The torch release whose real files the test reads."""
+    return request.param
 
 
 @pytest.fixture(scope="session")
-def real_sources() -> dict[str, Path]:
-    if not REAL:
-        pytest.fail("torch==2.13.0 must be installed for the tests (pip install -e '.[test]')")
-    return REAL
+def real_sources(release: str) -> dict[str, Path]:
+    sources, why = release_sources(release)
+    if sources is None:
+        if release == INSTALLED:
+            pytest.fail(why)
+        pytest.skip(why)
+    return sources
+
+
+@pytest.fixture(scope="session")
+def release_template(release: str, real_sources, tmp_path_factory) -> Path:
+    """The practice tree of ``release``, built once a session (the tests copy it)."""
+    return build_release_tree(tmp_path_factory.mktemp(f"torch-{release}") / "pytorch", release, real_sources)
 
 
 @pytest.fixture
-def real_tree(tmp_path: Path, real_sources) -> Path:
-    """Practice tree with the real torch 2.13 yaml, common_mps.py, OpInfo files and headers."""
-    root, used = build_practice_tree(tmp_path / "pytorch", real=True)
-    assert used
-    return root
+def real_tree(tmp_path: Path, release_template: Path) -> Path:
+    """Practice tree with the release's real yaml, common_mps.py, OpInfo files and headers."""
+    import shutil
+
+    dest = tmp_path / "pytorch"
+    if dest.exists():  # a test that also builds another tree (check_tree) there
+        dest = tmp_path / "pytorch-real"
+    return Path(shutil.copytree(release_template, dest, symlinks=True))
+
+
+def shared_dispatch(yaml_text: str, kernel: str) -> str:
+    """The line of ``yaml_text`` dispatching CPU (and the other keys the release lists) to
+    ``kernel``, newline included: `    CPU, CUDA: heaviside_out` in 2.13, `    CPU, CUDA, XPU:
+    heaviside_out` in 2.14.1."""
+    import re
+
+    m = re.search(rf"^    [A-Za-z0-9_, ]*\bCPU\b[A-Za-z0-9_, ]*: {kernel}\n", yaml_text, re.M)
+    assert m, f"no shared dispatch line names {kernel}"
+    return m.group(0)
+
+
+def with_mps(sources: dict[str, Path], kernel: str) -> str:
+    """The release's shared line of ``kernel`` once MPS has joined it (mpsgen appends MPS)."""
+    from mpsgen.tree import NATIVE_FUNCTIONS
+
+    keys, rest = shared_dispatch(sources[NATIVE_FUNCTIONS].read_text(encoding="utf-8"), kernel).split(": ", 1)
+    return ", ".join(k for k in keys.split(", ") if k != "MPS") + ", MPS: " + rest
+
+
+def only_on(release: str, wanted: str, why: str) -> None:
+    """Skip, saying why, a test whose case exists in the ``wanted`` release only."""
+    if release != wanted:
+        pytest.skip(f"torch {release}: {why}")
 
 
 @pytest.fixture

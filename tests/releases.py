@@ -27,14 +27,13 @@ MEMBERS = (
 )
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("MPSGEN_TEST_CACHE") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpsgen-tests"
+# read once, at import: a test that points XDG_CACHE_HOME elsewhere does not move this cache
+_CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "mpsgen-tests"
 
 
 def extracted(version: str) -> tuple[Path | None, str]:
     """(folder holding the wheel's torch/ and torchgen/, "") or (None, why it cannot be had)."""
-    site = _cache_root() / f"torch-{version}"
+    site = _CACHE_ROOT / f"torch-{version}"
     if (site / ".complete").is_file():
         return site, ""
     with tempfile.TemporaryDirectory(prefix="mpsgen-wheel-") as tmp:
@@ -72,3 +71,58 @@ def release_sources(version: str) -> tuple[dict[str, Path] | None, str]:
     if site is None:
         return None, why
     return real_file_sources(site), ""
+
+
+# Ops upstream moved from MPSGraph to Metal kernels between the two releases whose MPSGraph
+# code mpsgen's practice sources hold (2.13's shape). A practice tree of 2.14.1 migrates them
+# the way upstream did, so that its sources agree with 2.14.1's yaml.
+MIGRATED_BY_NEWER = ("acosh", "asinh", "atanh", "sigmoid_backward")
+# 2.14.1's shared line of each, and the MPSGraph rows 2.13 had in its place
+_NEWER_LINES = {
+    "acosh": ("    CPU, CUDA, XPU, MPS: acosh_out\n", "    CPU, CUDA, XPU: acosh_out\n    MPS: acosh_out_mps\n"),
+    "asinh": ("    CPU, CUDA, XPU, MPS: asinh_out\n", "    CPU, CUDA, XPU: asinh_out\n    MPS: asinh_out_mps\n"),
+    "atanh": ("    CPU, CUDA, XPU, MPS: atanh_out\n", "    CPU, CUDA, XPU: atanh_out\n    MPS: atanh_out_mps\n"),
+    "sigmoid_backward": (
+        "    CPU, CUDA, MPS, XPU: sigmoid_backward_out\n",
+        "    CPU, CUDA, XPU: sigmoid_backward_out\n    MPS: sigmoid_backward_out_mps\n",
+    ),
+}
+
+
+def build_release_tree(dest: Path, release: str, sources: dict[str, Path]) -> Path:
+    """A practice tree holding ``release``'s real files, its sources in that release's shape
+    (see :func:`sources_as_of`)."""
+    from mpsgen.practice import build_practice_tree
+
+    root, used = build_practice_tree(dest, sources=sources)
+    assert used
+    sources_as_of(root, release, {rel: src.read_bytes() for rel, src in sources.items()})
+    return root
+
+
+def sources_as_of(root: Path, release: str, real: dict[str, bytes]) -> None:
+    """Bring the practice sources of the tree at ``root`` (2.13's shape) to ``release``'s: for
+    2.14.1 the ops upstream migrated since 2.13 are migrated by mpsgen (what
+    tests/test_upstream_migrations.py proves equal to upstream's yaml); then the files of
+    ``real`` (tree path -> bytes: the release's files, or a fixture's yaml) are put back."""
+    if release == INSTALLED:
+        return
+    import dataclasses
+
+    from mpsgen.migrate import plan_migrate
+    from mpsgen.resources import resource_dir
+    from mpsgen.spec import load_spec
+    from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
+
+    yaml_path = root / NATIVE_FUNCTIONS
+    text = yaml_path.read_text(encoding="utf-8")
+    for op in MIGRATED_BY_NEWER:
+        now, before = _NEWER_LINES[op]
+        assert text.count(now) == 1, f"{release}: {now.strip()!r} is not in the tree's yaml once"
+        text = text.replace(now, before)
+    yaml_path.write_text(text, encoding="utf-8")
+    for op in MIGRATED_BY_NEWER:
+        spec = dataclasses.replace(load_spec(resource_dir("specs") / f"{op}.yaml"), stub=f"{op}_stub")
+        plan_migrate(PytorchTree(root), spec).apply()
+    for rel, data in real.items():
+        (root / rel).write_bytes(data)

@@ -12,11 +12,12 @@ import pytest
 
 from mpsgen.practice import build_practice_tree
 from tests.hostile_cases import CASES, leftovers, tree_state, undo_deep_folders
+from tests.conftest import REAL
 
 
 @pytest.fixture(scope="module")
 def base_tree(tmp_path_factory, real_sources) -> Path:
-    root, _ = build_practice_tree(tmp_path_factory.mktemp("hostile") / "pytorch", real=True)
+    root, _ = build_practice_tree(tmp_path_factory.mktemp("hostile") / "pytorch", sources=REAL)
     return root
 
 

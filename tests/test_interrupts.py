@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from mpsgen.practice import build_practice_tree
+from tests.conftest import REAL
 
 RUNS = 200
 ARGS = ["new-op", "heaviside", "--binary", "--integer"]
@@ -97,7 +98,7 @@ def test_a_file_size_limit_mid_staging_writes_nothing_and_leaves_no_temp_file(tm
 
     from mpsgen.tree import NATIVE_FUNCTIONS
 
-    root, _ = build_practice_tree(tmp_path / "pytorch", real=True)
+    root, _ = build_practice_tree(tmp_path / "pytorch", sources=REAL)
     assert (root / NATIVE_FUNCTIONS).stat().st_size > 200_000
     before = _state(root)
 

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git_init, snapshot
+from tests.conftest import git_init, only_on, shared_dispatch, snapshot, with_mps
+from tests.releases import INSTALLED
 from mpsgen.errors import Refused
 from mpsgen.migrate import guess_kind, list_candidates, plan_migrate
 from mpsgen.spec import OpSpec, load_spec
 from mpsgen.tree import PytorchTree
+from tests.conftest import REAL
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 OPS = "aten/src/ATen/native/mps/operations"
@@ -37,10 +39,17 @@ def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     return minus, plus
 
 
+MIGRATED_UPSTREAM = (
+    "upstream migrated acosh, asinh and sigmoid_backward to Metal in 2.14: the same steps on 2.14.1's files are "
+    "test_upstream_migrations.test_migrations_reproduce_the_2_14_1_yaml_byte_for_byte and the 2.14.1 practice tree"
+)
+
+
 # -- the real case: acosh ------------------------------------------------------------------
 
 
-def test_acosh_end_to_end(real_tree: Path, run):
+def test_acosh_end_to_end(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     before = snapshot(real_tree)
     res = run("migrate-from-mpsgraph", "acosh", "--unary", "--int2float", "--allow-dtype-loss", "--root", real_tree)
     assert res.exit_code == 0, res.output
@@ -77,7 +86,8 @@ def test_acosh_end_to_end(real_tree: Path, run):
     assert touched == {YAML, UNARY_METAL, f"{OPS}/UnaryKernel.mm", f"{OPS}/UnaryOps.mm"}
 
 
-def test_acosh_rerun_is_a_no_op_and_strict_says_so(real_tree: Path, run):
+def test_acosh_rerun_is_a_no_op_and_strict_says_so(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     assert run("migrate-from-mpsgraph", "acosh", "--unary", "--int2float", "--allow-dtype-loss", "--root", real_tree).exit_code == 0
     before = snapshot(real_tree)
     again = run("migrate-from-mpsgraph", "acosh", "--unary", "--int2float", "--allow-dtype-loss", "--root", real_tree)
@@ -87,14 +97,16 @@ def test_acosh_rerun_is_a_no_op_and_strict_says_so(real_tree: Path, run):
     assert snapshot(real_tree) == before
 
 
-def test_shipped_spec_is_used_without_kind_flags(real_tree: Path, run):
+def test_shipped_spec_is_used_without_kind_flags(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     res = run("migrate-from-mpsgraph", "acosh", "--dry-run", "--allow-dtype-loss", "--root", real_tree)
     assert res.exit_code == 0, res.output
     assert "REGISTER_UNARY_OP(acosh, DTYPE1, DTYPE0)" in res.output
     assert "+    CPU, CUDA, MPS: acosh_out" in res.output
 
 
-def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path):
+def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     git_init(real_tree)
     base = snapshot(real_tree)
     patch = tmp_path / "acosh.patch"
@@ -105,7 +117,7 @@ def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path):
     direct = tmp_path / "direct"
     from mpsgen.practice import build_practice_tree
 
-    build_practice_tree(direct)
+    build_practice_tree(direct, sources=REAL)
     assert run("migrate-from-mpsgraph", "acosh", "--unary", "--int2float", "--allow-dtype-loss", "--root", direct).exit_code == 0
     applied = snapshot(real_tree)
     assert {k: v for k, v in applied.items()} == snapshot(direct)
@@ -116,7 +128,8 @@ def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path):
 # -- binary (TORCH_IMPL_FUNC block) and binary_alpha --------------------------------------
 
 
-def test_sigmoid_backward_block_form(real_tree: Path, run):
+def test_sigmoid_backward_block_form(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     res = run(
         "migrate-from-mpsgraph", "sigmoid_backward", "--binary", "--expr", "a * (T(1) - b) * b", "--stub", "sigmoid_backward_stub",
         "--root", real_tree,
@@ -144,7 +157,7 @@ def test_sub_runs_add_stub_so_it_is_refused_unless_the_stub_is_named(real_tree: 
     assert snapshot(real_tree) == before
 
 
-def test_sub_binary_alpha(real_tree: Path, run):
+def test_sub_binary_alpha(real_tree: Path, real_sources, run):
     res = run("migrate-from-mpsgraph", "sub", "--stub", "sub_stub", "--allow-dtype-loss", "--root", real_tree)  # specs/sub.yaml
     assert res.exit_code == 0, res.output
     assert "row sub.out runs add_stub, not the stub given (sub_stub)" in res.output
@@ -164,10 +177,10 @@ def test_sub_binary_alpha(real_tree: Path, run):
     assert "static void binaryOpTensor(" in ops  # xlogy still uses it
     assert "\n\n\n" not in ops
     text = read(real_tree, YAML)
-    assert "    CPU, CUDA, MPS: sub_out\n    MTIA: sub_out_mtia\n" in text
+    assert with_mps(real_sources, "sub_out") in text
 
 
-def test_pow_two_rows_two_forms_and_the_macro_with_its_last_instance(real_tree: Path, run):
+def test_pow_two_rows_two_forms_and_the_macro_with_its_last_instance(real_tree: Path, real_sources, run):
     args = ("migrate-from-mpsgraph", "pow", "--binary", "--int2float", "--expr", "::metal::pow(a, b)", "--root", real_tree)
     refused = run(*args)  # pow.Scalar_out takes a Scalar self: not a two-tensor kernel's row
     assert refused.exit_code == 1 and "pow.Scalar_out" in refused.output and "1 tensor and 1 scalar" in refused.output
@@ -175,7 +188,7 @@ def test_pow_two_rows_two_forms_and_the_macro_with_its_last_instance(real_tree: 
     assert res.exit_code == 0, res.output
     assert "pow_Tensor_Tensor_out (aten/src/ATen/native/Pow.cpp:" in res.output and "calls pow_tensor_tensor_stub" in res.output
     text = read(real_tree, YAML)
-    assert "    CPU, CUDA, MPS: pow_Tensor_Tensor_out\n" in text and "    MPS: pow_Scalar_out_mps\n" in text
+    assert with_mps(real_sources, "pow_Tensor_Tensor_out") in text and "    MPS: pow_Scalar_out_mps\n" in text
     assert "pow_tensor_tensor_out_mps" not in text
     ops = read(real_tree, f"{OPS}/BinaryOps.mm")
     assert "pow_tensor_tensor_out_mps" not in ops and "Tensor& pow_Scalar_out_mps(" in ops
@@ -225,7 +238,7 @@ def pointwise_tree(real_tree: Path) -> Path:
     return real_tree
 
 
-def test_ternary_migration(pointwise_tree: Path, run):
+def test_ternary_migration(pointwise_tree: Path, real_sources, run):
     res = run(
         "migrate-from-mpsgraph", "addcmul", "--kind", "ternary", "--opmath", "--expr", "a + b * c", "--allow-dtype-loss",
         "--stub", "addcmul_stub", "--root", pointwise_tree,
@@ -236,7 +249,7 @@ def test_ternary_migration(pointwise_tree: Path, run):
     for t in ("float", "half", "bfloat"):
         assert f"REGISTER_OPMATH_TERNARY_OP(addcmul, {t}, {t});" in metal
     assert 'lib.exec_ternary_kernel(iter, "addcmul");' in read(pointwise_tree, f"{OPS}/BinaryKernel.mm")
-    assert "    CPU, CUDA, MTIA, MPS: addcmul_out\n" in read(pointwise_tree, YAML)
+    assert with_mps(real_sources, "addcmul_out") in read(pointwise_tree, YAML)
     mm = read(pointwise_tree, f"{OPS}/PointwiseOps.mm")
     assert "addcmul" not in mm and "logit_out_mps" in mm
 
@@ -324,8 +337,8 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
         (["nosuch_op", "--unary"], 1, ["nosuch_op", "not in", "native_functions.yaml"]),
         (["xlogy", "--binary"], 1, ["already on Metal", "native_functions.yaml:", "BinaryOps.mm:83"]),
         (["heaviside", "--binary"], 1, ["no MPS kernel to migrate", "new-op"]),
-        (["logical_not", "--unary"], 1, ["cannot find the MPSGraph implementation of logical_not_out_mps", "UnaryOps.mm", "Activation.mm"]),
-        (["acosh", "--unary", "--row", "acosh"], 1, ["row acosh has no MPS kernel of its own"]),
+        (["logit_backward"], 1, ["cannot find the MPSGraph implementation of logit_backward_out_mps", "UnaryOps.mm", "Activation.mm"]),  # (MPS row in both releases, no code in the practice sources)
+        (["frac", "--unary", "--row", "frac"], 1, ["row frac has no MPS kernel of its own"]),
         (["acosh", "--unary", "--row", "acosh.nope"], 1, ["not a row of acosh"]),
         (["equal"], 1, ["equal", "CPU and CUDA use different kernels"]),  # the kind from the schema: binary
         (["acossh"], 1, ["not in", "Did you mean acosh"]),
@@ -358,10 +371,11 @@ def test_bad_root(tmp_path: Path, run):
     assert res.exit_code == 2 and "no such directory" in res.output
 
 
-def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
+def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, real_sources, run):
     yaml_path = real_tree / YAML
     text = yaml_path.read_text(encoding="utf-8")
-    text = text.replace("    CPU, CUDA: pow_Scalar_out\n", "    CPU: pow_Scalar_out\n    CUDA: pow_Scalar_out\n", 1)  # fixed by Deliver 7? see test
+    line = shared_dispatch(text, "pow_Scalar_out")  # `CPU, CUDA` (2.13), `CPU, CUDA, XPU` (2.14.1): split off CPU
+    text = text.replace(line, "    CPU: pow_Scalar_out\n" + line.replace("CPU, ", "", 1), 1)  # fixed by Deliver 7? see test
     yaml_path.write_text(text, encoding="utf-8")
     before = snapshot(real_tree)
     args = ("migrate-from-mpsgraph", "pow", "--binary", "--integer", "--expr", "::metal::pow(a, b)", "--root", real_tree)
@@ -372,7 +386,7 @@ def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
     assert res.exit_code == 0, res.output
     assert "left pow.Scalar_out on pow_Scalar_out_mps" in res.output
     new = read(real_tree, YAML)
-    assert "    CPU, CUDA, MPS: pow_Tensor_Tensor_out\n" in new and "    MPS: pow_Scalar_out_mps\n" in new
+    assert with_mps(real_sources, "pow_Tensor_Tensor_out") in new and "    MPS: pow_Scalar_out_mps\n" in new
     ops = read(real_tree, f"{OPS}/BinaryOps.mm")
     assert "pow_tensor_tensor_out_mps" not in ops and "Tensor& pow_Scalar_out_mps(" in ops
     assert "pow_native.h" in ops  # pow_Scalar_out_mps still needs it
@@ -386,8 +400,8 @@ def test_partial_migrates_what_it_can_and_names_the_rest(real_tree: Path, run):
 def test_a_removed_function_still_called_elsewhere_is_refused(real_tree: Path, run):
     yaml_path = real_tree / YAML
     text = yaml_path.read_text(encoding="utf-8")
-    assert "    CPU, CUDA: heaviside_out\n" in text
-    yaml_path.write_text(text.replace("    CPU, CUDA: heaviside_out\n", "    CPU, CUDA: heaviside_out\n    MPS: heaviside_out_mps\n", 1))
+    line = shared_dispatch(text, "heaviside_out")
+    yaml_path.write_text(text.replace(line, line + "    MPS: heaviside_out_mps\n", 1))
     path = real_tree / OPS / "BinaryOps.mm"
     text = path.read_text(encoding="utf-8").replace(
         "} // namespace at::native\n",
@@ -403,7 +417,8 @@ def test_a_removed_function_still_called_elsewhere_is_refused(real_tree: Path, r
     assert snapshot(real_tree) == before
 
 
-def test_conflict_recheck_writes_nothing(real_tree: Path):
+def test_conflict_recheck_writes_nothing(real_tree: Path, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     tree = PytorchTree(real_tree)
     changeset = plan_migrate(tree, load_spec(Path(__file__).resolve().parents[1] / "specs/acosh.yaml"), allow_dtype_loss=True)
     ops = real_tree / OPS / "UnaryOps.mm"
@@ -414,7 +429,8 @@ def test_conflict_recheck_writes_nothing(real_tree: Path):
     assert snapshot(real_tree) == before
 
 
-def test_read_only_target_writes_nothing(real_tree: Path, run):
+def test_read_only_target_writes_nothing(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     ops = real_tree / OPS / "UnaryOps.mm"
     ops.chmod(0o444)  # the mode bit is checked, so this holds for root too
     before = snapshot(real_tree)
@@ -449,7 +465,8 @@ def test_static_helper_used_only_by_the_removed_kernel_goes(real_tree: Path, run
 # -- --list ------------------------------------------------------------------------------
 
 
-def test_list_json_on_torch_2_13(real_tree: Path, run):
+def test_list_json_on_torch_2_13(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     res = run("migrate-from-mpsgraph", "--list", "--format", "json", "--root", real_tree)
     assert res.exit_code == 0, res.output
     data = {c["op"]: c for c in json.loads(res.stdout)}
@@ -474,7 +491,8 @@ def test_list_json_on_torch_2_13(real_tree: Path, run):
     assert "xlogy" not in data and "exp" not in data  # already on the shared kernel
 
 
-def test_list_table(real_tree: Path, run):
+def test_list_table(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     res = run("migrate-from-mpsgraph", "--list", "--root", real_tree)
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
@@ -511,9 +529,10 @@ def test_guess_kind(func, kind):
     assert guess_kind(func) == kind
 
 
-def test_split_cpu_cuda_lines_migrate_by_pointing_mps_at_their_kernel(real_tree: Path, run):
+def test_split_cpu_cuda_lines_migrate_by_pointing_mps_at_their_kernel(real_tree: Path, run, release):
     """signbit.out has `CPU: signbit_out` and `CUDA: signbit_out` on separate lines: the
     minimal edit names that kernel on the MPS line, nothing else in the entry moves."""
+    only_on(release, INSTALLED, "2.14.1 dispatches signbit.out with one shared `CPU, CUDA, XPU` line: no split lines to keep")
     before = read(real_tree, YAML)
     assert "    CPU: signbit_out\n    CUDA: signbit_out\n    MPS: signbit_out_mps\n" in before
     res = run("migrate-from-mpsgraph", "signbit", "--unary", "--expr", "x < 0", "--allow-dtype-loss", "--root", real_tree)
@@ -528,7 +547,8 @@ def test_split_cpu_cuda_lines_migrate_by_pointing_mps_at_their_kernel(real_tree:
 # -- no silent regressions (issue: read what the tree really does) --------------------------
 
 
-def test_asinh_would_lose_complex_so_it_is_refused(real_tree: Path, run):
+def test_asinh_would_lose_complex_so_it_is_refused(real_tree: Path, run, release):
+    only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     before = snapshot(real_tree)
     args = ("migrate-from-mpsgraph", "asinh", "--unary", "--int2float", "--expr", "::metal::precise::asinh(x)")
     res = run(*args, "--root", real_tree)

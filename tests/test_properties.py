@@ -24,7 +24,7 @@ from tests.conftest import REAL, git_init, snapshot
 def tree_root(tmp_path_factory) -> Path:
     if not REAL:
         pytest.fail("torch==2.13.0 must be installed for the tests")
-    root, _ = build_practice_tree(tmp_path_factory.mktemp("prop") / "pytorch")
+    root, _ = build_practice_tree(tmp_path_factory.mktemp("prop") / "pytorch", sources=REAL)
     git_init(root)
     return root
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import REAL
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
@@ -58,7 +59,7 @@ def test_readme_commands_run_verbatim(commands, tmp_path: Path, real_sources):
     from mpsgen.practice import build_practice_tree
     from tests.conftest import git_init
 
-    root, _ = build_practice_tree(tmp_path / "pytorch", real=True)
+    root, _ = build_practice_tree(tmp_path / "pytorch", sources=REAL)
     git_init(root)
     for cmd in commands:
         args = shlex.split(cmd)[1:]

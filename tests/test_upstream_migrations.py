@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS
-from tests.conftest import REAL
+from tests.conftest import REAL, only_on
+from tests.releases import INSTALLED
 
 OPS_MM = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 UPSTREAM = ("hypot", "fmax", "fmin")
@@ -29,6 +30,12 @@ DTYPES = {"hypot": (), "fmax": ("--integer",), "fmin": ("--integer",)}
 SELECTORS = {"hypot": "hypot", "fmax": "maximumWithNaNPropagation", "fmin": "minimumWithNaNPropagation"}
 
 
+_LATER_KEYS = (
+    "its lines of hypot, fmax and fmin read `CPU, CUDA, MPS, XPU` (XPU joined after these migrations), "
+    "which no migration writes today; its own golden case is test_migrations_reproduce_the_2_14_1_yaml_byte_for_byte"
+)
+
+
 def _put_mpsgraph_back(root: Path, op: str) -> None:
     yaml_path = root / NATIVE_FUNCTIONS
     text = yaml_path.read_text(encoding="utf-8")
@@ -43,7 +50,8 @@ def _put_mpsgraph_back(root: Path, op: str) -> None:
 
 
 @pytest.mark.parametrize("op", UPSTREAM)
-def test_migration_reproduces_upstream(real_tree: Path, run, op):
+def test_migration_reproduces_upstream(real_tree: Path, run, op, release):
+    only_on(release, INSTALLED, _LATER_KEYS)
     mm_before = (real_tree / OPS_MM).read_text(encoding="utf-8")
     _put_mpsgraph_back(real_tree, op)
     res = run("migrate-from-mpsgraph", op, "--binary", *DTYPES[op], "--stub", f"{op}_stub", "--root", real_tree)
@@ -55,7 +63,8 @@ def test_migration_reproduces_upstream(real_tree: Path, run, op):
     assert (real_tree / OPS_MM).read_text(encoding="utf-8") == mm_before
 
 
-def test_all_three_in_one_tree(real_tree: Path, run):
+def test_all_three_in_one_tree(real_tree: Path, run, release):
+    only_on(release, INSTALLED, _LATER_KEYS)
     for op in UPSTREAM:
         _put_mpsgraph_back(real_tree, op)
     for op in UPSTREAM:

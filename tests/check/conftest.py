@@ -11,6 +11,7 @@ import pytest
 from mpsgen.practice import build_practice_tree
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 from mpsgen.tree.native_yaml import scan_native_functions
+from tests.releases import INSTALLED, sources_as_of
 
 UNARY_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
 BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -49,6 +50,28 @@ def edit(root: Path, rel: str, old: str, new: str, count: int = 1) -> None:
     path.write_text(text.replace(old, new))
 
 
+def shared_line(root: Path, kernel: str) -> str:
+    """The yaml line dispatching CPU (and what else the release lists) to ``kernel``, with its
+    newline: `    CPU, CUDA, MPS: hypot_out` in 2.13, `    CPU, CUDA, MPS, XPU: hypot_out` in 2.14.1."""
+    import re
+
+    m = re.search(rf"^    [A-Za-z0-9_, ]*\bCPU\b[A-Za-z0-9_, ]*: {kernel}\n", (root / NATIVE_FUNCTIONS).read_text(), re.M)
+    assert m, f"no shared dispatch line names {kernel}"
+    return m.group(0)
+
+
+def kernel_column(line: str) -> int:
+    """1-based column of the kernel name on a dispatch line."""
+    return line.index(": ") + 3
+
+
+def without_mps(line: str, kernel: str) -> str:
+    """A shared line with MPS taken off it and given its own `MPS: <kernel>_mps` line."""
+    keys, rest = line.split(": ", 1)
+    kept = ", ".join(k for k in keys.strip().split(", ") if k != "MPS")
+    return f"    {kept}: {rest}    MPS: {kernel}_mps\n"
+
+
 def line_of(root: Path, rel: str, needle: str, nth: int = 1) -> int:
     """1-based line of the ``nth`` line containing ``needle``."""
     hits = [i + 1 for i, ln in enumerate((root / rel).read_text().split("\n")) if needle in ln]
@@ -56,9 +79,11 @@ def line_of(root: Path, rel: str, needle: str, nth: int = 1) -> int:
     return hits[nth - 1]
 
 
-def build_check_tree(dest: Path, real_sources: dict[str, Path]) -> Path:
+def build_check_tree(dest: Path, real_sources: dict[str, Path], release: str = INSTALLED) -> Path:
     root, _ = build_practice_tree(dest, real=False)
-    (root / NATIVE_FUNCTIONS).write_text(real_rows(real_sources[NATIVE_FUNCTIONS].read_text()))
+    rows = real_rows(real_sources[NATIVE_FUNCTIONS].read_text())
+    (root / NATIVE_FUNCTIONS).write_text(rows)
+    sources_as_of(root, release, {NATIVE_FUNCTIONS: rows.encode()})
     # round.out puts MPS on the shared round_out: give round_stub a Metal kernel
     edit(root, UNARY_H, "DECLARE_DISPATCH(unary_fn, abs_stub)\n", "DECLARE_DISPATCH(unary_fn, abs_stub)\nDECLARE_DISPATCH(unary_fn, round_stub)\n")
     edit(
@@ -79,11 +104,14 @@ def build_check_tree(dest: Path, real_sources: dict[str, Path]) -> Path:
 
 
 @pytest.fixture
-def check_tree(tmp_path: Path, real_sources) -> Path:
-    return build_check_tree(tmp_path / "pytorch", real_sources)
+def check_tree(tmp_path: Path, real_sources, release: str) -> Path:
+    return build_check_tree(tmp_path / "pytorch", real_sources, release)
 
 # sign.out moved to the shared line: its MPSGraph impl is dead (MPS007), its stub unregistered (MPS002)
-YAML_SIGN = ("    CPU, CUDA: sign_out\n    MPS: sign_out_mps\n", "    CPU, CUDA, MPS: sign_out\n")
+def yaml_sign(root: Path) -> tuple[str, str]:
+    """(old, new) text of sign.out's dispatch when MPS moves onto its shared line."""
+    shared = shared_line(root, "sign_out")
+    return shared + "    MPS: sign_out_mps\n", shared.replace(": sign_out", ", MPS: sign_out")
 
 
 def check_in_fresh_process(then: str, *args: str):

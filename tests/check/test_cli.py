@@ -6,12 +6,14 @@ import json
 
 from mpsgen.tree import NATIVE_FUNCTIONS
 
-from .conftest import BINARY_MM, edit, line_of
+from .conftest import BINARY_MM, edit, kernel_column, line_of, shared_line
 
 
-def hypot_fault(root):
+def hypot_fault(root) -> tuple[int, int]:
+    """Drop hypot's REGISTER_DISPATCH: (line, column) of the MPS002 it causes at hypot.out."""
     edit(root, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n", "")
-    return line_of(root, NATIVE_FUNCTIONS, "    CPU, CUDA, MPS: hypot_out")
+    line = shared_line(root, "hypot_out")
+    return line_of(root, NATIVE_FUNCTIONS, line.rstrip("\n")), kernel_column(line)
 
 
 def test_clean_tree_exits_0(run, check_tree):
@@ -22,35 +24,35 @@ def test_clean_tree_exits_0(run, check_tree):
 
 
 def test_text_format_names_file_line_code_and_hint(run, check_tree):
-    row = hypot_fault(check_tree)
+    row, col = hypot_fault(check_tree)
     result = run("check", "--root", check_tree)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        f"{NATIVE_FUNCTIONS}:{row}:21: MPS002 error: hypot.out puts MPS on the shared kernel hypot_out, but hypot_stub "
+        f"{NATIVE_FUNCTIONS}:{row}:{col}: MPS002 error: hypot.out puts MPS on the shared kernel hypot_out, but hypot_stub "
         f"(aten/src/ATen/native/BinaryOps.h:{line_of(check_tree, 'aten/src/ATen/native/BinaryOps.h', 'hypot_stub)')}) has no MPS REGISTER_DISPATCH (mpsgen check --explain MPS002)"
     ]
     assert "1 finding (1 error; whole tree)" in result.stderr
 
 
 def test_json_format(run, check_tree):
-    row = hypot_fault(check_tree)
+    row, col = hypot_fault(check_tree)
     result = run("check", "--root", check_tree, "--format", "json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["counts"] == {"error": 1, "warning": 0}
     [f] = doc["findings"]
-    assert (f["code"], f["name"], f["path"], f["line"], f["col"], f["severity"]) == ("MPS002", "missing-stub-registration", NATIVE_FUNCTIONS, row, 21, "error")
+    assert (f["code"], f["name"], f["path"], f["line"], f["col"], f["severity"]) == ("MPS002", "missing-stub-registration", NATIVE_FUNCTIONS, row, col, "error")
 
 
 def test_lintrunner_format_is_json_lines_and_exits_0(run, check_tree):
-    row = hypot_fault(check_tree)
+    row, col = hypot_fault(check_tree)
     result = run("check", "--root", check_tree, "--format", "lintrunner")
     assert result.exit_code == 0
     [line] = result.stdout.splitlines()
     msg = json.loads(line)
     assert set(msg) == {"path", "line", "char", "code", "severity", "name", "original", "replacement", "description"}
     assert (msg["path"], msg["line"], msg["char"], msg["code"], msg["severity"], msg["name"]) == (
-        str(check_tree.resolve() / NATIVE_FUNCTIONS), row, 21, "MPS002", "error", "missing-stub-registration",
+        str(check_tree.resolve() / NATIVE_FUNCTIONS), row, col, "MPS002", "error", "missing-stub-registration",
     )
 
 
@@ -65,10 +67,10 @@ def test_lintrunner_reads_a_paths_file(run, check_tree, tmp_path):
 
 
 def test_github_format(run, check_tree):
-    row = hypot_fault(check_tree)
+    row, col = hypot_fault(check_tree)
     result = run("check", "--root", check_tree, "--format", "github")
     assert result.exit_code == 1
-    assert result.stdout.startswith(f"::error file={NATIVE_FUNCTIONS},line={row},col=21,title=MPS002 missing-stub-registration::hypot.out puts MPS")
+    assert result.stdout.startswith(f"::error file={NATIVE_FUNCTIONS},line={row},col={col},title=MPS002 missing-stub-registration::hypot.out puts MPS")
 
 
 def test_explain(run):

@@ -40,8 +40,8 @@ def env_with_mpsgen() -> dict[str, str]:
 
 
 @pytest.fixture
-def git_tree(tmp_path: Path, real_sources) -> Path:
-    root = build_check_tree(tmp_path / "pytorch", real_sources)
+def git_tree(tmp_path: Path, real_sources, release) -> Path:
+    root = build_check_tree(tmp_path / "pytorch", real_sources, release)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     commit_all(root, "consistent tree")
     return root

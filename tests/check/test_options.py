@@ -8,14 +8,14 @@ from pathlib import Path
 
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 
-from .conftest import BINARY_MM, UNARY_OPS_MM, YAML_SIGN, edit, line_of
+from .conftest import BINARY_MM, UNARY_OPS_MM, edit, line_of, yaml_sign
 
 STALE = ('            "cummax": None,\n', '            "cummax": None,\n            "hypot": None,\n            "exp": [torch.float16],\n')
 
 
 def faults(root: Path) -> None:
     """MPS007 + MPS002 (sign moved to the shared line), MPS009 (stale xfails of hypot and exp)."""
-    edit(root, NATIVE_FUNCTIONS, *YAML_SIGN)
+    edit(root, NATIVE_FUNCTIONS, *yaml_sign(root))
     edit(root, COMMON_MPS, *STALE)
 
 

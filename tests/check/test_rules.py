@@ -8,7 +8,7 @@ from pathlib import Path
 from mpsgen.check import RULES, run_check
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 
-from .conftest import BINARY_METAL, BINARY_MM, BINARY_OPS_MM, UNARY_METAL, UNARY_MM, UNARY_OPS_MM, edit, line_of
+from .conftest import BINARY_METAL, BINARY_MM, BINARY_OPS_MM, UNARY_METAL, UNARY_MM, UNARY_OPS_MM, edit, kernel_column, line_of, shared_line, without_mps
 
 YAML = NATIVE_FUNCTIONS
 
@@ -28,14 +28,16 @@ def test_rule_codes_are_stable():
 
 def test_deleted_register_dispatch_is_mps002_at_the_yaml_row(check_tree):
     edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);\n", "")
-    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS: hypot_out")
-    assert found(check_tree) == [("MPS002", YAML, row, len("    CPU, CUDA, MPS: ") + 1)]
+    line = shared_line(check_tree, "hypot_out")
+    row = line_of(check_tree, YAML, line.rstrip("\n"))
+    assert found(check_tree) == [("MPS002", YAML, row, kernel_column(line))]
 
 
 def test_deleted_helper_macro_dispatch_is_mps002(check_tree):
     edit(check_tree, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(exp);\n", "")
-    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS, MTIA: exp_out")
-    assert found(check_tree) == [("MPS002", YAML, row, len("    CPU, CUDA, MPS, MTIA: ") + 1)]
+    line = shared_line(check_tree, "exp_out")
+    row = line_of(check_tree, YAML, line.rstrip("\n"))
+    assert found(check_tree) == [("MPS002", YAML, row, kernel_column(line))]
 
 
 def test_renamed_functor_is_mps004_at_its_first_registration(check_tree):
@@ -72,17 +74,19 @@ def test_mps_row_pointing_at_a_deleted_impl_is_mps001(check_tree):
 
 
 def test_deleted_macro_instance_impl_is_mps001(check_tree):
-    edit(check_tree, UNARY_OPS_MM, "CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)\n", "")
-    assert found(check_tree) == [("MPS001", YAML, line_of(check_tree, YAML, "    MPS: asinh_out_mps"), 10)]
+    edit(check_tree, BINARY_OPS_MM, "CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, pow, Tensor);\n", "")
+    assert found(check_tree) == [("MPS001", YAML, line_of(check_tree, YAML, "    MPS: pow_tensor_tensor_out_mps"), 10)]
 
 
 def test_yaml_migrated_but_not_the_host_code(check_tree):
     """sign.out moves to the shared line: its stub has no MPS kernel, and the MPSGraph code is dead."""
-    edit(check_tree, YAML, "    CPU, CUDA: sign_out\n    MPS: sign_out_mps\n", "    CPU, CUDA, MPS: sign_out\n")
-    row = line_of(check_tree, YAML, "    CPU, CUDA, MPS: sign_out")
+    shared = shared_line(check_tree, "sign_out")
+    edit(check_tree, YAML, shared + "    MPS: sign_out_mps\n", shared.replace(": sign_out", ", MPS: sign_out"))
+    line = shared_line(check_tree, "sign_out")
+    row = line_of(check_tree, YAML, line.rstrip("\n"))
     assert found(check_tree) == [
         ("MPS007", UNARY_OPS_MM, line_of(check_tree, UNARY_OPS_MM, "TORCH_IMPL_FUNC(sign_out_mps)"), 0),
-        ("MPS002", YAML, row, len("    CPU, CUDA, MPS: ") + 1),
+        ("MPS002", YAML, row, kernel_column(line)),
     ]
 
 
@@ -96,7 +100,8 @@ def test_dead_plain_function_is_mps007_unless_used_elsewhere(check_tree):
 
 
 def test_half_migrated_op_is_mps008_at_the_lagging_row(check_tree):
-    edit(check_tree, YAML, "    CPU, CUDA, MPS: round_decimals_out\n", "    CPU, CUDA: round_decimals_out\n    MPS: round_decimals_out_mps\n")
+    line = shared_line(check_tree, "round_decimals_out")
+    edit(check_tree, YAML, line, without_mps(line, "round_decimals_out"))
     edit(check_tree, UNARY_OPS_MM, "} // namespace at::native", "TORCH_IMPL_FUNC(round_decimals_out_mps)(const Tensor& self, int64_t decimals, const Tensor& output) {}\n\n} // namespace at::native")
     row = line_of(check_tree, YAML, "    MPS: round_decimals_out_mps")
     assert found(check_tree) == [("MPS008", YAML, row, 10)]

@@ -1,4 +1,4 @@
-"""native_functions.yaml edits on the real torch 2.13 file: byte-exact, verified, lint fixed point."""
+"""native_functions.yaml edits on the real file of each torch release: byte-exact, verified, lint fixed point."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 from mpsgen.edits.native_functions import add_mps_to_rows, migrate_rows
 from mpsgen.errors import Refused
 from mpsgen.tree import NATIVE_FUNCTIONS
+from tests.conftest import shared_dispatch
 
 
 @pytest.fixture(scope="module")
@@ -24,21 +25,22 @@ def changed_lines(before: str, after: str) -> list[str]:
 
 def test_mps_joins_shared_line_and_nothing_else_changes(real_yaml):
     out = add_mps_to_rows(real_yaml, ["heaviside.out", "special_ndtri.out"])
+    # 2.13: `CPU, CUDA: heaviside_out`; 2.14.1: `CPU, CUDA, XPU: heaviside_out`. MPS goes last.
+    heaviside, ndtri = (shared_dispatch(real_yaml, k).rstrip("\n") for k in ("heaviside_out", "special_ndtri_out"))
     assert changed_lines(real_yaml, out) == [
-        "-    CPU, CUDA: heaviside_out",
-        "+    CPU, CUDA, MPS: heaviside_out",
-        "-    CPU, CUDA: special_ndtri_out",
-        "+    CPU, CUDA, MPS: special_ndtri_out",
+        f"-{heaviside}", f"+{heaviside.replace(': ', ', MPS: ')}", f"-{ndtri}", f"+{ndtri.replace(': ', ', MPS: ')}",
     ]
     assert len(out) == len(real_yaml) + 2 * len(", MPS")
 
 
 def test_migrate_drops_the_mps_line(real_yaml):
-    out = migrate_rows(real_yaml, ["acosh.out"])
+    # logit_backward runs MPSGraph code in both releases (acosh, 2.13's case here before, does not in 2.14.1)
+    out = migrate_rows(real_yaml, ["logit_backward.grad_input"])
+    shared = shared_dispatch(real_yaml, "logit_backward_out").rstrip("\n")
     assert changed_lines(real_yaml, out) == [
-        "-    CPU, CUDA: acosh_out",
-        "-    MPS: acosh_out_mps",
-        "+    CPU, CUDA, MPS: acosh_out",
+        f"-{shared}",
+        "-    MPS: logit_backward_out_mps",
+        f"+{shared.replace(': ', ', MPS: ')}",
     ]
 
 
@@ -47,8 +49,8 @@ def test_row_already_on_mps_is_a_no_op(real_yaml):
 
 
 def test_separate_mps_kernel_is_refused_for_new_op(real_yaml):
-    with pytest.raises(Refused, match="already dispatches MPS to acosh_out_mps"):
-        add_mps_to_rows(real_yaml, ["acosh.out"])
+    with pytest.raises(Refused, match="already dispatches MPS to logit_backward_out_mps"):
+        add_mps_to_rows(real_yaml, ["logit_backward.grad_input"])
 
 
 def test_unknown_row_is_refused(real_yaml):
@@ -60,7 +62,8 @@ def test_result_parses_with_the_c_loader(real_yaml):
     out = add_mps_to_rows(real_yaml, ["heaviside.out"])
     data = yaml.load(out, Loader=yaml.CSafeLoader)
     row = next(e for e in data if e["func"].startswith("heaviside.out("))
-    assert row["dispatch"] == {"CPU, CUDA, MPS": "heaviside_out"}
+    keys = shared_dispatch(real_yaml, "heaviside_out").split(":")[0].strip()
+    assert row["dispatch"] == {f"{keys}, MPS": "heaviside_out"}
 
 
 def test_result_is_a_fixed_point_of_the_nativefunctions_lint(real_yaml):
