@@ -20,13 +20,14 @@ def is_unimplemented_reason(text: str) -> bool:
 
 
 def comment_above(lines: list[str], first: int, *, through=lambda line: False) -> str:
-    """The comment block directly above line ``first`` (0-based), stepping over lines for
-    which ``through`` is true (sibling entries of the same run)."""
+    """The text of the comment block directly above line ``first`` (0-based; one line of text
+    per comment line, without its ``#``), stepping over lines for which ``through`` is true
+    (sibling entries of the same run)."""
     i = first - 1
     while i >= 0 and not lines[i].lstrip().startswith("#") and lines[i].strip() and through(lines[i]):
         i -= 1
     block = []
     while i >= 0 and lines[i].lstrip().startswith("#"):
-        block.append(lines[i].strip())
+        block.append(lines[i].strip().lstrip("#").strip())  # the words, not the comment markers
         i -= 1
     return "\n".join(reversed(block))

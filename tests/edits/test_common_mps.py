@@ -1,4 +1,4 @@
-"""common_mps.py edits on the real torch 2.13 file."""
+"""common_mps.py edits on the real file of each torch release."""
 
 from __future__ import annotations
 
@@ -136,3 +136,45 @@ def test_cut_down_entry_leaves_complex_to_the_complex_rule(real):
     tested = FLOATS | {"torch.int64", "torch.complex64"}
     out = remove_op_entries(real, {"special.airy_ai"}, FLOATS, tested_dtypes=tested)
     assert '            "special.airy_ai": [torch.int64],' in out
+
+
+def _independent_dict_names(text: str) -> list[str]:
+    """Every name a dict literal is assigned to inside mps_ops_modifier whose name says XFAIL or
+    SKIP, read with ast (not with mpsgen's reader)."""
+    fn = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "mps_ops_modifier")
+    names = []
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name) and ("XFAIL" in target.id or "SKIP" in target.id):
+                    names.append(target.id)
+    return names
+
+
+def test_the_lists_of_the_day_are_read_from_the_file(real, release):
+    """No list name is written into mpsgen: 2.14.1 added MACOS_BEFORE_15_0_XFAILLIST, and it is
+    read like the others."""
+    names, entries = xfail_entries(real)
+    assert sorted(names) == sorted(_independent_dict_names(real))
+    assert ("MACOS_BEFORE_15_0_XFAILLIST" in names) == (release != "2.13.0")
+    matrix_exp = [e for e in entries if e.key == "matrix_exp"]
+    kept: list = []
+    out = remove_op_entries(real, {"matrix_exp"}, FLOATS, kept=kept)
+    if release == "2.13.0":  # a missing kernel: the entry goes
+        assert [e.dict_name for e in matrix_exp] == ["UNIMPLEMENTED_XFAILLIST"] and not kept and out != real
+    else:  # 2.14.1 disables it before macOS 15 on purpose: kept, saying why, in words
+        assert [e.dict_name for e in matrix_exp] == ["MACOS_BEFORE_15_0_XFAILLIST"] and out == real
+        assert len(kept) == 1 and kept[0][1].startswith("MACOS_BEFORE_15_0_XFAILLIST['matrix_exp'] kept (matrix_exp is disabled")
+        assert "#" not in kept[0][1]
+
+
+def test_an_unimplemented_entry_of_a_new_list_goes_too(real, release):
+    """An entry whose reason is a missing kernel leaves whichever list holds it, new ones too."""
+    if release == "2.13.0":
+        pytest.skip("torch 2.13.0 has no MACOS_BEFORE_15_0_XFAILLIST")
+    anchor = "        MACOS_BEFORE_15_0_XFAILLIST = {\n"
+    assert real.count(anchor) == 1
+    text = real.replace(anchor, anchor + '            # not implemented for MPS before macOS 15\n            "heaviside": None,\n')
+    # (heaviside's UNIMPLEMENTED_XFAILLIST entry goes too: the file is the release's again but for it)
+    out = remove_op_entries(text, {"heaviside"}, FLOATS)
+    assert out == remove_op_entries(real, {"heaviside"}, FLOATS) != real
