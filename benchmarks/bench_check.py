@@ -9,10 +9,11 @@ reads: 182 files, 2.5 MB, of real C++ (the wheel's own ATen headers, read at run
 pytorch/pytorch: 131 current native/*.cpp of 2.14 MB besides that table, 51 files and 0.37 MB
 in the sub-folders the resolver enters). Then prints, from the same run:
 
-* the median wall time of ``check`` on the whole tree (target: <= 150 ms),
-* the median wall time of torchgen's ``parse_native_yaml`` on the same yaml
-  (check must be >= 10x faster),
-* the median of ``check`` on the tree doubled (twice the files, yaml twice as long).
+* the median wall time of ``check`` on the whole tree, in-process and as whole processes,
+* the median wall time of torchgen's ``parse_native_yaml`` on the same yaml (whole
+  processes: check must be >= 3x faster),
+* the median of ``check`` on the tree doubled (twice the files, yaml twice as long): linear
+  cost, at most 2.2x the base tree's.
 
 Two shapes of tree, the same size in bytes and files:
 
@@ -43,11 +44,10 @@ of .mm it holds 5x the TORCH_IMPL_FUNCs (1.2 vs 0.22) and 9x the ``#define`` lin
 Whole-process times are given twice: with this installation's interpreter, whose ``.pth``
 start-up hooks may import packages (here ~25 ms of it), and in a fresh virtual environment
 of the same Python through pip's ``mpsgen`` launcher (no hooks: a contributor's venv, and the
-command a hook's ``entry: mpsgen check`` runs; check needs only the standard library). The
-check process forks one child that reads the yaml rows, the native .cpp, the stub headers,
-common_mps.py, the functor structs and ~20% of the MPS host sources meanwhile
-(mpsgen.tree.forked, mpsgen.check.prefetch_jobs): on this 2-core VM as on a contributor's Mac
-the two run side by side; the in-process ``check:`` line reads everything in one process.
+command a hook's ``entry: mpsgen check`` runs; check needs only the standard library). Check
+reads everything in one process. (It used to fork a child that read part of the tree
+meanwhile: on this tree, in a fresh venv, that saved 22 ms of a 114 ms run, 19%, under the
+20% a piece of machinery must save to stay; it was removed with the shared-memory plumbing.)
 
 ``check`` does the same work on both: it scans every file in full and expands (op, dtype)
 registrations only where MPS004/MPS006/MPS009 need them. The dense tree costs more because
@@ -79,8 +79,7 @@ from mpsgen.practice import PRACTICE_TREE, build_practice_tree, real_file_source
 from mpsgen.tree.resolver import native_cpp_files
 from mpsgen.tree import KERNELS_DIR, NATIVE_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 
-TARGET_MS = 150.0
-SPEEDUP = 10.0
+LINEAR = 2.2  # twice the tree may cost at most this many times the time: linear, with some noise
 
 _FUNCTOR = re.compile(r"^struct (\w+)_functor", re.M)
 
@@ -379,19 +378,16 @@ def processes(root: Path, runs: int) -> None:
     read_only = statistics.median(time_process(floor_cmd, runs)) * 1000
     tg_cmd = [py, "-c", f"import torchgen.gen as g; g.parse_native_yaml({str(root / NATIVE_FUNCTIONS)!r}, {str(tags)!r})"]
     tg = statistics.median(time_process(tg_cmd, max(3, runs // 3))) * 1000
-    from mpsgen.tree.forked import usable_cpus
-
-    print(f"process:       {usable_cpus()} CPUs usable here (check forks one child process where 2 or more are)")
     print(f"process:       bare `python -c pass`      {bare:6.1f} ms (this machine's floor for any Python tool)")
-    print(f"process:       `mpsgen check`             {check:6.1f} ms whole ({check - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if check <= 100 else 'MISSED'}")
+    print(f"process:       `mpsgen check`             {check:6.1f} ms whole ({check - bare:5.1f} ms over the floor)")
     print(f"process:       bare venv `python -c pass` {venv_bare:6.1f} ms (a fresh venv: {bare - venv_bare:4.1f} ms less than this installation's, whose .pth hooks import packages at start-up)")
-    print(f"process:       `mpsgen check` in the venv {venv_check:6.1f} ms whole ({venv_check - venv_bare:5.1f} ms over its floor; fastest run {venv_min:.1f})  target <= 100 ms whole: {'ok' if venv_check <= 100 else 'MISSED'}")
+    print(f"process:       `mpsgen check` in the venv {venv_check:6.1f} ms whole ({venv_check - venv_bare:5.1f} ms over its floor; fastest run {venv_min:.1f})")
     print(f"process:       read files, count words  {read_only:6.1f} ms whole ({read_only - bare:5.1f} ms over the floor: the least a Python scanner of this tree pays)")
-    print(f"process:       `mpsgen --help`            {helps:6.1f} ms whole ({helps - bare:5.1f} ms over the floor)  target <= 100 ms whole: {'ok' if helps <= 100 else 'MISSED'}")
-    print(f"process:       `mpsgen --help` in the venv {venv_helps:6.1f} ms whole ({venv_helps - venv_bare:5.1f} ms over its floor)  target <= 100 ms whole: {'ok' if venv_helps <= 100 else 'MISSED'}")
+    print(f"process:       `mpsgen --help`            {helps:6.1f} ms whole ({helps - bare:5.1f} ms over the floor)")
+    print(f"process:       `mpsgen --help` in the venv {venv_helps:6.1f} ms whole ({venv_helps - venv_bare:5.1f} ms over its floor)")
     print(f"process:       `mpsgen check` (editable, no bytecode) {check_src:6.1f} ms whole")
     print(f"process:       torchgen parse_native_yaml {tg:6.1f} ms whole ({tg - bare:5.1f} ms over the floor)")
-    print(f"process:       check is {tg / check:.1f}x faster whole, {(tg - bare) / max(check - bare, 1e-9):.1f}x over the floor (needs >= 3x)")
+    print(f"process:       check is {tg / check:.1f}x faster whole than a torchgen parse_native_yaml process  target >= 3x: {'ok' if tg / check >= 3 else 'MISSED'}")
 
 
 def bench(tmp: Path, args: argparse.Namespace, dense: bool, tg_ms: float | None) -> float:
@@ -405,16 +401,17 @@ def bench(tmp: Path, args: argparse.Namespace, dense: bool, tg_ms: float | None)
     print(f"[{shape}]")
     print(f"tree:          {tree_size(base)}")
     check_ms, n = time_check(base, args.runs)
-    print(f"check:         median {check_ms:7.1f} ms over {args.runs} runs ({n} findings)  target <= {TARGET_MS:.0f} ms: {'ok' if check_ms <= TARGET_MS else 'MISSED'}")
+    print(f"check:         median {check_ms:7.1f} ms over {args.runs} runs ({n} findings), in-process")
     if tg_ms is None:
         tg_ms = time_torchgen(base / NATIVE_FUNCTIONS, args.torchgen_runs)
     ratio = tg_ms / check_ms
     print(f"torchgen:      median {tg_ms:7.1f} ms over {args.torchgen_runs} runs of parse_native_yaml on the same yaml")
-    print(f"speed-up:      check is {ratio:.1f}x faster than parse_native_yaml  (needs >= {SPEEDUP:.0f}x: {'ok' if ratio >= SPEEDUP else 'MISSED'})")
+    print(f"speed-up:      check is {ratio:.1f}x faster than parse_native_yaml, in-process")
     processes(base, args.runs)
     print(f"doubled tree:  {tree_size(doubled)}")
     double_ms, n2 = time_check(doubled, args.runs)
-    print(f"check doubled: median {double_ms:7.1f} ms over {args.runs} runs ({n2} findings), {double_ms / check_ms:.2f}x the base tree")
+    grow = double_ms / check_ms
+    print(f"check doubled: median {double_ms:7.1f} ms over {args.runs} runs ({n2} findings), {grow:.2f}x the base tree  target <= {LINEAR:.1f}x (linear): {'ok' if grow <= LINEAR else 'MISSED'}")
     return tg_ms
 
 

@@ -3,21 +3,16 @@
 pre-commit and lintrunner start a process per run, so this front end is built for start-up:
 the check package and the standard library only (no typer, rich, jinja2 or yaml).
 ``mpsgen check`` reaches it straight from ``mpsgen.__main__``; the typer app lists it and
-forwards to it.
-
-The command line is argparse's (:func:`parser`). Importing argparse and building its parser
-cost ~11 ms of a ~100 ms run (its help formatter imports shutil, its messages gettext and
-locale), so the command lines hooks pass (whole option names, then the file names) are read
-by :func:`read_args`, which hands anything else (``--help``, an abbreviation, an unknown
-option, a bad value, options after file names, ``--``) to argparse: the same result, or
-argparse's own message and exit status.
+forwards to it. Why a front end of its own: going through the typer app imports typer, click
+and rich's pieces, ~45 ms on top of a ~90 ms run (benchmarks/bench_check.py prints both
+`mpsgen check` and `mpsgen --help`), which pays for this module's 200 lines. Its command
+line is argparse's (:func:`parser`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from types import SimpleNamespace
 
 EPILOG = """\
 exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run.
@@ -58,64 +53,6 @@ def parser():
     return p
 
 
-# check's options: name -> (argparse dest, how it is given). "value": one argument (the last
-# one given wins), "append": one argument, repeatable, "flag": none (store_true).
-OPTIONS = {
-    "--root": "value",
-    "--format": "value",
-    "--explain": "value",
-    "--select": "append",
-    "--ignore": "append",
-    "--strict": "flag",
-    "--baseline": "value",
-    "--fix": "flag",
-    "--diff": "flag",
-}
-FORMATS = ("text", "json", "lintrunner", "github")
-DEFAULTS = {"paths": [], "root": None, "format": "text", "explain": None, "select": None, "ignore": None, "strict": None, "baseline": None, "fix": False, "diff": False}
-
-
-def read_args(argv: list[str]) -> SimpleNamespace | None:
-    """``parser().parse_args(argv)`` for the plain command lines (whole option names, each
-    value its own argument or after ``=``, then the paths), or None for argparse to read:
-    anything starting with ``-`` that is not one of the options, a value that starts with
-    ``-`` or is not a known --format, options after a path."""
-    opts = dict(DEFAULTS)
-    paths: list[str] = []
-    i, n = 0, len(argv)
-    while i < n:
-        arg = argv[i]
-        i += 1
-        if not arg.startswith("-"):
-            paths.append(arg)
-            continue
-        if paths:
-            return None  # an option after the paths
-        name, eq, value = arg.partition("=")
-        kind = OPTIONS.get(name)
-        if kind is None:
-            return None
-        dest = name[2:]
-        if kind == "flag":
-            if eq:
-                return None
-            opts[dest] = True
-            continue
-        if not eq:
-            if i >= n:
-                return None
-            value = argv[i]
-            i += 1
-        if value.startswith("-") or (dest == "format" and value not in FORMATS):
-            return None
-        if kind == "append":
-            opts[dest] = (opts[dest] or []) + [value]
-        else:
-            opts[dest] = value
-    opts["paths"] = paths
-    return SimpleNamespace(**opts)
-
-
 def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
@@ -140,7 +77,7 @@ def main(argv: list[str] | None = None, keep: list | None = None) -> int:
 
 
 def _main(argv: list[str], keep: list) -> int:
-    opts = read_args(argv) or parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
     from mpsgen.check.config import load_config, selected_codes, split_codes
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
@@ -159,7 +96,7 @@ def _main(argv: list[str], keep: list) -> int:
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict
         baseline = opts.baseline or (os.path.join(tree.root_dir, config.baseline) if config.baseline else None)
-        result = run_check(tree, opts.paths, codes=codes, strict=strict, prefetch=True)
+        result = run_check(tree, opts.paths, codes=codes, strict=strict)
         keep.append(result)
         if opts.fix:
             fixed = _fix(tree, result, diff=opts.diff)

@@ -6,11 +6,10 @@ one-paragraph message and an exit code, never a traceback.
 
 from __future__ import annotations
 
+from typing import NamedTuple
 
-from mpsgen.records import Record
 
-
-class Location(Record):
+class Location(NamedTuple):
     """A place in a file: ``path:line:col`` (1-based; col 0 means the whole line)."""
 
     path: str

@@ -304,6 +304,10 @@ def plan_migrate(
             ) from None
         changeset.add(src, new_text)
         changeset.notes.append(removal.describe(rel))
+    # rows whose MPS dispatch came or went (companions) may change the AOTI shim header
+    from mpsgen.aoti import sync_c_shim
+
+    sync_c_shim(changeset)
     return changeset
 
 

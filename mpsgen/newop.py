@@ -679,6 +679,10 @@ def plan_new_op(
             changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")
             unblocked += decorated_tests(src.text, entry_spans, {line for line, _why in kept_decorators})
     changeset.next_steps = next_steps(sorted(targets.found or {spec.name}), unblocked)
+    if yaml_mode == "add":  # a migration's yaml is edited by its caller, which does this after
+        from mpsgen.aoti import sync_c_shim
+
+        sync_c_shim(changeset)
     return changeset
 
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, INDEXING_HEADER, NATIVE_DIR, NATIVE_FUNCTIONS, OPINFO_DEFINITIONS
+from mpsgen.tree.aoti import C_SHIM_MPS, TAGS_YAML
 
 PRACTICE_TREE = Path(__file__).resolve().parent / "practice_tree"
 
@@ -41,6 +42,14 @@ def real_file_sources(site: Path | None = None) -> dict[str, Path] | None:
         files[f"{NATIVE_DIR}/mps/{f}"] = torch_dir / "include/ATen/native/mps" / f
     for f in sorted((torch_dir / "include/c10/metal").glob("*.h")):
         files[f"c10/metal/{f.name}"] = f
+    # the AOTI shim: the fallback op list, the checked-in MPS header, and what regenerates it
+    # (torchgen's sources, without the packaged/ copies a build makes, and the tags it reads)
+    files[C_SHIM_MPS] = torch_dir / "include" / C_SHIM_MPS
+    files[TAGS_YAML] = torchgen_dir / "packaged/ATen/native/tags.yaml"
+    for f in sorted(torchgen_dir.rglob("*.py")):
+        rel = f.relative_to(torchgen_dir)
+        if rel.parts[0] != "packaged" and "__pycache__" not in rel.parts:
+            files[f"torchgen/{rel.as_posix()}"] = f
     return {k: v for k, v in files.items() if v.is_file()}
 
 

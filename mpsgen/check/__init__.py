@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import gc
 import os
+import re
+from typing import NamedTuple
 
-from mpsgen.check import prefetch_jobs, rules as _rules  # noqa: F401  (rules: registers the rules)
+from mpsgen.check import rules as _rules  # noqa: F401  (rules: registers the rules)
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
 from mpsgen.errors import BadInput
-from mpsgen.lazyre import lazy
-from mpsgen.records import Record
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.walk import walk_files
@@ -24,7 +24,7 @@ from mpsgen.tree.walk import walk_files
 __all__ = ["ERROR", "RULES", "WARNING", "CheckResult", "Finding", "Rule", "explain", "resolve_paths", "run_check"]
 
 # files whose content the rules read; a run on other paths only has nothing to report
-RELEVANT = lazy(r"(^|/)(native_functions\.yaml|common_mps\.py)$|\.(mm|metal|cpp|h)$")
+RELEVANT = re.compile(r"(^|/)(native_functions\.yaml|common_mps\.py|fallback_ops\.py)$|\.(mm|metal|cpp|h)$")
 
 
 # a tree is partial (a sample of files, not a checkout) when at least this many MPS-only rows,
@@ -34,7 +34,7 @@ PARTIAL_MIN_MISSING = 20
 PARTIAL_CODES = ("MPS001", "MPS002")
 
 
-class CheckResult(Record):
+class CheckResult(NamedTuple):
     root: str  # the tree's folder (PytorchTree.root_dir)
     findings: list[Finding]
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree
@@ -103,12 +103,10 @@ def run_check(
     *,
     codes: frozenset[str] | None = None,
     strict: bool = False,
-    prefetch: bool = False,
 ) -> CheckResult:
     """Run the rules ``codes`` (all when None) over the tree; keep the findings located in
     ``paths`` (all when None). On a partial tree the findings its missing files cause are
-    summed up in one note, unless ``strict``. ``prefetch``: see :class:`Index` (a process of
-    its own, as the CLI, may fork)."""
+    summed up in one note, unless ``strict``."""
     selected = resolve_paths(tree, paths, cwd)
     if selected is not None and not any(RELEVANT.search(p) for p in selected):
         return CheckResult(tree.root_dir, [], selected)
@@ -119,14 +117,10 @@ def run_check(
     # after; whatever a run leaves is freed by reference counting.
     collecting = gc.isenabled()
     gc.disable()
-    index = None
     try:
-        index = Index(tree, prefetch=prefetch)
+        index = Index(tree)
         facts = Facts(index)
         rules = [r for c, r in RULES.items() if codes is None or c in codes]
-        # those that read what the child process is still reading last, in the order it
-        # delivers it (the findings are sorted: the order of the rules does not show)
-        rules.sort(key=lambda r: max((prefetch_jobs.ITEMS.index(x) for x in r.reads), default=-1))
         findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
         notes: tuple[str, ...] = ()
         hidden = 0
@@ -142,8 +136,6 @@ def run_check(
         if selected is not None:
             findings = [f for f in findings if f.touches(selected)]
     finally:
-        if index is not None:
-            index.close()
         if collecting:
             gc.enable()
     return CheckResult(tree.root_dir, findings, selected, notes, hidden)

@@ -5,16 +5,16 @@ whose keys are top-level and which takes precedence)."""
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from mpsgen.check.model import RULES
 from mpsgen.errors import BadInput, Location
-from mpsgen.records import Record
 from mpsgen.tree.source import read_bounded
 
 CONFIG_KEYS = ("select", "ignore", "baseline", "strict")
 
 
-class CheckConfig(Record):
+class CheckConfig(NamedTuple):
     select: tuple[str, ...] = ()  # () selects every rule
     ignore: tuple[str, ...] = ()
     baseline: str | None = None  # relative to the tree root

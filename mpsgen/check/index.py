@@ -20,7 +20,6 @@ from mpsgen.tree import (
     OPERATIONS_DIR,
     PytorchTree,
 )
-from mpsgen.check import prefetch_jobs
 from mpsgen.tree.clike import Lines
 from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, scan_host
 from mpsgen.tree.kernels import (
@@ -34,7 +33,6 @@ from mpsgen.tree.kernels import (
     scan_header,
     scan_kernel_file,
 )
-from mpsgen.tree.forked import Forked
 from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.tree.resolver import native_cpp_files
@@ -52,13 +50,7 @@ HOST_SUFFIXES = (".mm", ".cpp")
 class Index:
     """Everything ``check`` knows about a tree; every file is read at most once."""
 
-    def __init__(self, tree: PytorchTree, *, prefetch: bool = False):
-        """``prefetch``: a child process (:mod:`mpsgen.tree.forked`) reads meanwhile what is
-        needed last and travels as plain data: a share of the host files' facts (about 20%
-        of their bytes: its part of the scanning), the yaml rows, the DECLARE_DISPATCH headers,
-        the native .cpp (for the row -> stub resolver), the .metal files' functor structs and
-        common_mps.py's xfails. The ``mpsgen check`` process does; a library caller need not
-        fork. Whatever the child does not deliver is read here, with the same result."""
+    def __init__(self, tree: PytorchTree):
         self.tree = tree
         self.root = tree.root_dir
         self._dirs_inside: dict[str, bool] = {}
@@ -77,45 +69,11 @@ class Index:
         host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
         hosts = [p for p in host_rel if p.endswith(HOST_SUFFIXES)]
         self.mps_headers = [p for p in host_rel if p.endswith(".h")]
-        self._child: Forked | None = None
-        self._jobs: dict[str, int] = {}  # prefetched item -> its job in the child
-        share: list[str] = []  # host files the child scans
-        if prefetch:
-            share = prefetch_jobs.host_share(self, hosts)
-            self._child, self._jobs = prefetch_jobs.start_child(self, metal_rel, share)
-        try:
-            if self._child is None:
-                share = []
-                self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
-            self._memo: dict = {}  # macro expansions, by macro text (within this run only)
-            scanned = {p: scan_host(p, self.read(p), self._memo) for p in hosts if p not in share}
-            self.metal_files = [self._scan_metal(p) for p in metal_rel]
-            if self._child is not None:
-                scanned.update(prefetch_jobs.hosts_of(self, share))
-                plain = self.prefetched("rows")
-                self.rows = prefetch_jobs.rows_of(plain) if plain is not None else scan_rows(self.read(NATIVE_FUNCTIONS))
-            self.host_files = [scanned[p] for p in hosts]
-            stubs = self.prefetched("stubs")
-            self.stubs = stubs if stubs is not None else self._declared_stubs()
-        except BaseException:
-            self.close()  # an error reading the tree: the child's work is not wanted
-            raise
-
-    def prefetched(self, item: str) -> object:
-        """The child's result for ``item`` (one of :func:`~mpsgen.check.prefetch_jobs.start_child`'s
-        jobs), or None: then the caller reads it in-process."""
-        job = self._jobs.get(item)
-        return self._child.result(job) if job is not None and self._child is not None else None
-
-    def cpp_scan(self) -> object:
-        """The resolver's .cpp candidates as the child found them (or None)."""
-        return self.prefetched("cpp")
-
-    def close(self) -> None:
-        """Stop the child process of ``prefetch`` if it is still working (a run whose rules
-        did not need all it reads)."""
-        if self._child is not None:
-            self._child.close()
+        self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
+        self._memo: dict = {}  # macro expansions, by macro text (within this run only)
+        self.host_files = [scan_host(p, self.read(p), self._memo) for p in hosts]
+        self.metal_files = [self._scan_metal(p) for p in metal_rel]
+        self.stubs = self._declared_stubs()
 
     # -- listing --------------------------------------------------------------------------
     def _walk(self, reldir: str, suffixes: tuple[str, ...]) -> list[tuple[str, os.DirEntry]]:
@@ -170,22 +128,13 @@ class Index:
         return text
 
     def functor_structs(self) -> list[tuple[MetalFile, list[FunctorStruct]]]:
-        """Each .metal file with the functor structs written out in it (for the functor
-        lints), as the child read them where it did."""
-        plain = self.prefetched("functors")
-        if isinstance(plain, list) and len(plain) == len(self.metal_files):
-            for m, structs in zip(self.metal_files, plain):
-                if structs is not None and m._structs is None:
-                    m._structs = prefetch_jobs.functors_of(structs)
+        """Each .metal file with the functor structs written out in it (for the functor lints)."""
         return [(m, m.functor_structs) for m in self.metal_files]
 
     def xfail_entries(self) -> list[XfailEntry]:
         """The xfail/skip entries of common_mps.py (:func:`~mpsgen.tree.xfails.read_xfail_entries`)."""
         if self.common_mps_path is None:
             return []
-        plain = self.prefetched("xfails")
-        if plain is not None:
-            return prefetch_jobs.xfails_of(plain)  # type: ignore[arg-type]
         return read_xfail_entries(self.read(self.common_mps_path))
 
     def text(self, rel: str) -> str | None:

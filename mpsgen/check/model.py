@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
-from mpsgen.records import Record
 
 ERROR = "error"
 WARNING = "warning"
@@ -83,29 +83,25 @@ class Finding:
         return self.path in paths or any(p in paths for p, _ in self.locations)
 
 
-class Rule(Record):
+class Rule(NamedTuple):
     code: str
     name: str
     severity: str
     summary: str
     explanation: str  # why it matters and how to fix it
     run: Callable  # (Index) -> Iterable[Finding]
-    # what it reads of the items check's child process reads (mpsgen.check.prefetch_jobs.ITEMS):
-    # the rules that read none run first, while the child is still at work
-    reads: tuple[str, ...] = ()
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: str, summary: str, explanation: str, *, reads: tuple[str, ...] = ()):
-    """Register a rule function ``f(index) -> Iterable[Finding]`` under ``code``; ``reads``:
-    the items of check's child process it reads besides the index (:attr:`Rule.reads`)."""
+def rule(code: str, name: str, severity: str, summary: str, explanation: str):
+    """Register a rule function ``f(index) -> Iterable[Finding]`` under ``code``."""
 
     def wrap(fn):
         if code in RULES:
             raise ValueError(f"rule code {code} registered twice")
-        RULES[code] = Rule(code, name, severity, summary, explanation.strip(), fn, reads)
+        RULES[code] = Rule(code, name, severity, summary, explanation.strip(), fn)
         return fn
 
     return wrap

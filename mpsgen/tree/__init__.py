@@ -10,9 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from mpsgen.errors import BadInput
-from mpsgen.records import TYPE_CHECKING
 from mpsgen.tree.source import SourceFile, read_bounded
 from mpsgen.tree.walk import walk_files
 

@@ -17,8 +17,7 @@ import re
 from operator import itemgetter
 from collections.abc import Callable, Iterable
 
-from mpsgen.lazyre import lazy
-from mpsgen.records import Record
+from typing import NamedTuple
 from mpsgen.tree.source import close_bracket, split_args
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -28,7 +27,7 @@ _DEFINE = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(([^)]*)\))?((?:[^\n]*
 _REVERSED_CALL = re.compile(r"\(\s*(\w+)")
 _REVERSED_RAW_CALL = re.compile(r"\([\s\\]*(\w+)")
 _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_NOT_IDENT_START = lazy(r"^[^A-Za-z_]+")
+_NOT_IDENT_START = re.compile(r"^[^A-Za-z_]+")
 _PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
 _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8
@@ -45,7 +44,7 @@ def _identifiers(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(r"(?<![\w])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w])")
 
 
-class MacroDef(Record):
+class MacroDef(NamedTuple):
     """A ``#define`` with its (backslash-joined) body; lines are 0-based, inclusive."""
 
     name: str
@@ -149,7 +148,7 @@ def _clean_body(raw: str) -> str:
     return " ".join([ln.rstrip().rstrip("\\").strip() for ln in raw.split("\n")]).strip()
 
 
-class RawDefine(Record):
+class RawDefine(NamedTuple):
     """A ``#define`` as found: what :func:`define` turns into a :class:`MacroDef` when needed."""
 
     name: str
@@ -244,7 +243,7 @@ def fast_split_args(arglist: str) -> list[str]:
     return [a.strip() for a in arglist.split(",")] if arglist.strip() else []
 
 
-class Statement(Record):
+class Statement(NamedTuple):
     """A ``NAME(args)`` statement at the start of a line (macro instance or registration)."""
 
     macro: str
@@ -320,7 +319,7 @@ def _tuple_getter(templates: list[str]) -> Callable[[tuple[str, ...]], tuple[str
     return lambda args: tuple(g if type(g) is str else g(args) for g in getters)
 
 
-class KeyTemplate(Record):
+class KeyTemplate(NamedTuple):
     """A base registration a macro makes, in placeholders, ready to key: (normalised macro,
     op, dtypes), each a literal or a function of the instance's arguments."""
 
@@ -509,7 +508,7 @@ def needs_functor(name: str, macros: dict[str, MacroDef], memo: dict[tuple[str, 
     return result
 
 
-class _Op(Record):
+class _Op(NamedTuple):
     op: str
 
 

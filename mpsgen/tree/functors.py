@@ -12,10 +12,9 @@ certain.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-from mpsgen.lazyre import lazy
 
-from mpsgen.records import Record
 from mpsgen.tree.source import close_bracket
 
 FLOAT, INT, COMPLEX = "float", "int", "complex"
@@ -36,22 +35,22 @@ _TRAITS = {
     "is_integral": frozenset({INT}),
 }
 # a trait, searched from its literal "is_" (C speed), and the "!" that may come before it
-_TRAIT = lazy(r"is_\w+?(?=_v\s*<|\s*<[^<>]*>\s*::\s*value)")
-_NEGATED = lazy(r"!\s*(?:::)?(?:c10::)?(?:metal::)?\Z")
+_TRAIT = re.compile(r"is_\w+?(?=_v\s*<|\s*<[^<>]*>\s*::\s*value)")
+_NEGATED = re.compile(r"!\s*(?:::)?(?:c10::)?(?:metal::)?\Z")
 # searched from its literal first word (C speed; a pattern opening with "^" under re.M is tried
 # at every offset), the start of its line checked after
-_STRUCT = lazy(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
-_CALL = lazy(r"\boperator\s*\(\s*\)\s*\(")
+_STRUCT = re.compile(r"struct[ \t]+(\w+)_functor\b[^;{]*\{")
+_CALL = re.compile(r"\boperator\s*\(\s*\)\s*\(")
 
 
-class Overload(Record):
+class Overload(NamedTuple):
     accepts: frozenset[str]
     line: int  # 1-based line of ``operator()``
     body: str  # the code between its braces (comments and strings blanked)
     body_line: int  # 1-based line where the body starts
 
 
-class FunctorStruct(Record):
+class FunctorStruct(NamedTuple):
     name: str  # the op: ``exp`` for ``exp_functor``
     line: int
     overloads: tuple[Overload, ...]
@@ -60,7 +59,7 @@ class FunctorStruct(Record):
         return any(category in o.accepts for o in self.overloads) or not self.overloads
 
 
-_NOT_CODE = lazy(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 
 
 def _blank(m: re.Match) -> str:
@@ -103,7 +102,7 @@ def accepted(declaration: str) -> frozenset[str]:
     return out
 
 
-_TOKEN = lazy(r'[{}]|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+_TOKEN = re.compile(r'[{}]|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 
 
 def _struct_end(text: str, open_at: int) -> int:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from mpsgen.records import Record
 from mpsgen.tree.clike import Lines, close_paren, MacroTable, ReversedPattern, Spans, _inside, define, find_statements, raw_defines, substitute
 from mpsgen.tree.source import split_args
 
@@ -32,7 +32,7 @@ _KEYWORDS = frozenset({"if", "for", "while", "switch", "return", "sizeof", "catc
 _NOT_DEFINITION_START = (" ", "\t", "#", "/", "}", "\n")
 
 
-class Dispatch(Record):
+class Dispatch(NamedTuple):
     stub: str
     function: str
     path: str
@@ -40,7 +40,7 @@ class Dispatch(Record):
     via: str | None = None
 
 
-class Definition(Record):
+class Definition(NamedTuple):
     """A host definition: ``TORCH_IMPL_FUNC`` block, function, or macro instance producing one."""
 
     name: str
@@ -51,7 +51,7 @@ class Definition(Record):
     macro: str | None = None
 
 
-class KernelUse(Record):
+class KernelUse(NamedTuple):
     kind: str
     name: str
     path: str

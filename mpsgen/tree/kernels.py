@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mpsgen.records import Record
+from typing import NamedTuple
 from mpsgen.tree.clike import (
     _IDENT_START,
     _NOT_IDENT_START,
@@ -52,7 +52,7 @@ _FUNCTOR_ANY = re.compile(r"\b(?:struct|class)\s+([\w\x00]+)_functor\b(?!\s*;)")
 _FUNCTOR_ANY_FAST = re.compile(r"(?:struct|class)\s+([\w\x00]+)_functor\b(?!\s*;)")
 
 
-class Registration(Record):
+class Registration(NamedTuple):
     """One base registration (``REGISTER_UNARY_OP(exp, float, float)``) after expansion."""
 
     macro: str
@@ -73,7 +73,7 @@ class Registration(Record):
         return TORCH_DTYPES.get(self.dtypes[0]) if self.dtypes else None
 
 
-class RegStatement(Record):
+class RegStatement(NamedTuple):
     """A statement of a .metal file that registers kernels: a base registration macro
     (``REGISTER_UNARY_OP(exp, float, float)``, ``bulk`` False) or an instance of a macro of
     the file that expands to some (``REGISTER_FLOAT_BINARY_OP(hypot)``,
@@ -86,13 +86,13 @@ class RegStatement(Record):
     ops: tuple[str, ...]  # the op names it registers, distinct
 
 
-class HeaderInfo(Record):
+class HeaderInfo(NamedTuple):
     macros: dict[str, MacroDef]
     functors: set[str]
     includes: list[str]
 
 
-class MetalContext(Record):
+class MetalContext(NamedTuple):
     """What a set of includes provides: macros, base registration macros, functors; and the
     macro table of the files that define no macro of their own."""
 

@@ -15,8 +15,9 @@ the run of 4-space-indented or blank lines under ``  dispatch:``, and only lines
 
 from __future__ import annotations
 
-from mpsgen.lazyre import lazy
-from mpsgen.records import Record
+import re
+from typing import NamedTuple
+
 
 # One search over the file (a newline prepended, so that every match starts with the newline
 # before its line) finds: a "- func:" header; a "  dispatch:" header with the dispatch lines
@@ -27,15 +28,15 @@ _LINE = r"\n(    ([A-Za-z0-9_, ]+):[^\S\n]*([A-Za-z0-9_:]+)[^\S\n]*(?:#[^\n]*)?)
 _LINE_NOGROUP = r"\n    [A-Za-z0-9_, ]+:[^\S\n]*[A-Za-z0-9_:]+[^\S\n]*(?:#[^\n]*)?(?=\n|\Z)"
 # A header's name and overload are read by the same search (groups 2 and 3: native_yaml's
 # FUNC_HEADER; a header it cannot read leaves them None).
-_TOKEN = lazy(
+_TOKEN = re.compile(
     r"\n(?:(- func:(?: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\()?)|(  dispatch:)[^\n]*((?:" + _LINE_NOGROUP + r")*)|" + _LINE[2:] + ")"
 )
-_LINES = lazy(_LINE)
+_LINES = re.compile(_LINE)
 # a line that ends a dispatch block: neither 4-space indented nor blank
-_BLOCK_BREAK = lazy(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
+_BLOCK_BREAK = re.compile(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
 
 
-class Dispatch(Record):
+class Dispatch(NamedTuple):
     """One ``    CPU, CUDA: heaviside_out`` line (the fields of
     :class:`~mpsgen.tree.native_yaml.DispatchEntry` that ``check`` reads)."""
 
@@ -49,7 +50,7 @@ class Dispatch(Record):
         return "MPS" in self.keys
 
 
-class Row(Record):
+class Row(NamedTuple):
     """One entry of native_functions.yaml: its name and dispatch lines."""
 
     base: str

@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
-from mpsgen.lazyre import lazy
-from mpsgen.records import TYPE_CHECKING, Record
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.stubs import declared_stubs
@@ -41,7 +40,7 @@ _DEFINE_WITH_IMPL_PATTERN = r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n
 _DEFINE_WITH_IMPL = re.compile(_DEFINE_WITH_IMPL_PATTERN, re.M)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _SKIP_DIRS = frozenset({"cpu", "mps", "cuda", "hip", "miopen", "cudnn", "mkldnn", "vulkan", "metal", "quantized", "sparse", "nested"})
-class KernelDefinition(Record):
+class KernelDefinition(NamedTuple):
     """Where a CPU/CUDA kernel is defined and the declared stubs its body calls."""
 
     name: str
@@ -55,7 +54,7 @@ class KernelDefinition(Record):
         return f"{self.path}:{self.line}"
 
 
-class StubResolution(Record):
+class StubResolution(NamedTuple):
     """The stub a row's CPU/CUDA kernel runs, and how that was decided."""
 
     row: str
@@ -173,10 +172,10 @@ _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "return", "namespace
 # template-heavy code: its return-type loop is tried, and backtracks, at every line.)
 _LINE_BODY = r"(?:TORCH_IMPL_FUNC[ \t]*\([ \t]*(\w+)|[\w:][^\n(;{}=]*[ \t&*]([A-Za-z_]\w*)[ \t]*\()"
 # (compiled at first use: check's child process scans the .cpp files)
-_DEFINITION_LINE = lazy("\n" + _LINE_BODY)
-_DEFINITION_LINE_BYTES = lazy(("\n" + _LINE_BODY).encode())
-_FIRST_LINE_BYTES = lazy(_LINE_BODY.encode())
-_DEFINE_WITH_IMPL_BYTES = lazy(_DEFINE_WITH_IMPL_PATTERN.encode(), re.M)
+_DEFINITION_LINE = re.compile("\n" + _LINE_BODY)
+_DEFINITION_LINE_BYTES = re.compile(("\n" + _LINE_BODY).encode())
+_FIRST_LINE_BYTES = re.compile(_LINE_BODY.encode())
+_DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL_PATTERN.encode(), re.M)
 
 
 def _mapped(path: str) -> bytes | mmap.mmap:
@@ -247,10 +246,9 @@ class _CppIndex:
     kernel asked about is then read closely at its own lines only (the first definition in
     file order wins, a file's plain definitions before its macro instances)."""
 
-    def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]], scan: Callable[[], object] | None = None):
+    def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
         self.files = files  # (rel, path)
         self.stubs = stubs
-        self._scan = scan
         self._indexed = False
         self._texts: dict[int, str] = {}  # decoded, for the files read closely
         self._starts: dict[str, list[tuple[int, int]]] = {}  # name -> (file index, line start)
@@ -266,8 +264,7 @@ class _CppIndex:
         if self._indexed:
             return
         self._indexed = True
-        got = self._scan() if self._scan is not None else None
-        self._starts, self._macro_files = got if got is not None else scan_candidates(self.files)  # type: ignore[misc]
+        self._starts, self._macro_files = scan_candidates(self.files)
 
     def _text(self, i: int) -> str:
         """File ``i`` decoded. Its candidate lines were found in its bytes: where characters
@@ -360,11 +357,9 @@ _RESOLVER_KEY = "StubResolver"  # in PytorchTree.memo
 class StubResolver:
     """Resolve rows to stubs over one tree (stubs and .cpp definitions read once)."""
 
-    def __init__(self, stubs: dict[str, tuple[str, int]], cpp_files: list[tuple[str, str]], scan: Callable[[], object] | None = None):
-        """``scan``: returns :func:`scan_candidates` of ``cpp_files`` as computed elsewhere (a
-        child process: :mod:`mpsgen.tree.forked`), or None to compute it here."""
+    def __init__(self, stubs: dict[str, tuple[str, int]], cpp_files: list[tuple[str, str]]):
         self.stubs = stubs
-        self._cpp = _CppIndex(cpp_files, stubs, scan)
+        self._cpp = _CppIndex(cpp_files, stubs)
         self._memo: dict[tuple[str, str], StubResolution] = {}
 
     @classmethod

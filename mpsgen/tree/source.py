@@ -12,15 +12,14 @@ import re
 import stat as stat_mod
 
 from mpsgen.errors import BadInput, Location
-from mpsgen.lazyre import lazy
-from mpsgen.records import Record
+from typing import NamedTuple
 
 
 # the lines git writes into a file it could not merge
-_CONFLICT_MARKER = lazy(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
 
 
-class SourceFile(Record):
+class SourceFile(NamedTuple):
     """One file of the tree as read: its bytes, its LF text, and its newline style."""
 
     relpath: str
@@ -159,7 +158,7 @@ def read_bounded(path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
         os.close(fd)
 
 
-_BRACKET_PAIRS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": lazy(r"[\[\]]")}
+_BRACKET_PAIRS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
 
 
 def text_as_is(raw: bytes) -> str | None:

@@ -6,10 +6,9 @@ import os
 import re
 from collections.abc import Iterable
 
-from mpsgen.lazyre import lazy
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 
-DECLARE_DISPATCH_RE = lazy(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
+DECLARE_DISPATCH_RE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
 
 
 def declared_stubs(tree: PytorchTree) -> dict[str, tuple[str, int]]:

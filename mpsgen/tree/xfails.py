@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from mpsgen.lazyre import lazy
-from mpsgen.records import TYPE_CHECKING, Record
+from typing import TYPE_CHECKING, NamedTuple
 from mpsgen.tree.source import match_close
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def canonical_dtype(expr: str) -> str:
     return "torch." + _ALIASES.get(name, name)
 
 
-class XfailEntry(Record):
+class XfailEntry(NamedTuple):
     """One ``"key": None | [dtypes]`` element of an xfail/skip dict."""
 
     dict_name: str
@@ -40,8 +39,8 @@ class XfailEntry(Record):
     line: int  # 1-based line of the key
 
 
-_COMPLEX_SET = lazy(r"^[ \t]*(\w*COMPLEX\w*)\s*(?::[^=\n]*)?=\s*\{", re.M)
-_STRING = lazy(r"""(?<![\w])["']([\w.]+)["']""")
+_COMPLEX_SET = re.compile(r"^[ \t]*(\w*COMPLEX\w*)\s*(?::[^=\n]*)?=\s*\{", re.M)
+_STRING = re.compile(r"""(?<![\w])["']([\w.]+)["']""")
 
 
 def complex_supported(text: str) -> set[str]:

@@ -138,15 +138,13 @@ def test_practice_tree_with_real_yaml_runs(run, real_tree):
 def test_check_imports_only_what_it_needs(check_tree):
     """pre-commit and lintrunner start a process per run: `mpsgen check` loads the standard
     library and check's own modules only (no typer, rich, jinja2, yaml, libcst; not the
-    dataclasses machinery, nor the edits' full yaml reader; not argparse for a hook's plain
-    command line, nor typing, whose NamedTuple mpsgen.records stands in for; nor ast: the
-    child process it forks parses common_mps.py; nor pathlib, with the urllib.parse and
-    ipaddress it imports: check works on string paths), on the whole tree as on a hook's
-    file names. Run without site-packages (-S), as a fresh venv would, so that nothing
-    else preloads a module."""
+    dataclasses machinery, nor the edits' full yaml reader; nor pathlib, with the urllib.parse
+    and ipaddress it imports: check works on string paths), on the whole tree as on a hook's
+    file names. Run without site-packages (-S), as a fresh venv would, so that nothing else
+    preloads a module."""
     from tests.check.conftest import check_in_fresh_process
 
-    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml", "argparse", "typing", "ast"}
+    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml"}
     unwanted |= {"pathlib", "urllib.parse", "ipaddress"}
     mm = str(check_tree / "aten/src/ATen/native/mps/operations/UnaryKernel.mm")
     for args in ([str(check_tree)], [str(check_tree), mm, str(check_tree / "aten/src/ATen/native/mps")]):
@@ -155,30 +153,6 @@ def test_check_imports_only_what_it_needs(check_tree):
         loaded = set(proc.stdout.splitlines()[-1].split())
         assert "mpsgen.check.rules" in loaded  # the check really ran
         assert not loaded & unwanted, sorted(loaded & unwanted)
-
-
-def test_prefetch_in_a_child_gives_the_same_findings(check_tree, real_tree):
-    """The CLI reads the yaml rows, the native .cpp and common_mps.py's xfails in a forked
-    child (mpsgen.tree.forked): the same findings as reading them in-process."""
-    from mpsgen.check import run_check
-    from mpsgen.tree import PytorchTree
-
-    for root in (check_tree, real_tree):
-        serial = run_check(PytorchTree(root), strict=True)
-        forked = run_check(PytorchTree(root), strict=True, prefetch=True)
-        assert forked.findings == serial.findings and forked.notes == serial.notes
-    assert serial.findings  # the real tree's partial-tree findings: something was compared
-    # and the child did the work (its results, not the in-process fallback, were compared)
-    import os
-
-    from mpsgen.check.index import Index
-    from mpsgen.tree.forked import usable_cpus
-
-    if not hasattr(os, "fork") or usable_cpus() < 2:
-        return  # no child here: both runs read in-process
-    index = Index(PytorchTree(real_tree), prefetch=True)
-    assert all(index.prefetched(item) is not None for item in ("hosts", "rows", "stubs", "cpp", "functors", "xfails"))
-    assert index.xfail_entries() and index.close() is None
 
 
 def test_main_hands_its_results_to_keep(check_tree):
