@@ -84,18 +84,28 @@ class _Finder:
             self.elements.append(_Element(name, el.key.evaluated_value, el, dtypes))
 
 
-def _scan(text: str) -> tuple[_Finder, MetadataWrapper]:
-    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
-    finder = _Finder()
-    finder.walk(wrapper.module.body)
-    return finder, wrapper
+_SCANNED: dict[str, tuple[_Finder, MetadataWrapper, dict]] = {}  # the last text scanned
+
+
+def _scan(text: str) -> tuple[_Finder, MetadataWrapper, dict]:
+    """The file's xfail dicts, its libcst tree and their positions: parsed once per text (a run
+    that plans several ops, as coverage's readiness check does, edits the same file each time;
+    nothing here mutates the tree)."""
+    scanned = _SCANNED.get(text)
+    if scanned is None:
+        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        finder = _Finder()
+        finder.walk(wrapper.module.body)
+        scanned = (finder, wrapper, wrapper.resolve(PositionProvider))
+        _SCANNED.clear()
+        _SCANNED[text] = scanned
+    return scanned
 
 
 def xfail_entries(text: str) -> tuple[list[str], list[XfailEntry]]:
     """Dict names and their entries, as read from the file."""
-    finder, wrapper = _scan(text)
+    finder, wrapper, positions = _scan(text)
     module = wrapper.module
-    positions = wrapper.resolve(PositionProvider)
     entries = []
     for el in finder.elements:
         dts = None
@@ -122,9 +132,8 @@ def remove_op_entries(
     uncovered = [d for d in MPS_DTYPE_ORDER if d in tested_dtypes and d not in covered_dtypes]
     if not complex_keys and not any(f'"{k}"' in text or f"'{k}'" in text for k in keys):
         return text  # fast path: nothing to look for
-    finder, wrapper = _scan(text)
+    finder, wrapper, positions = _scan(text)
     module = wrapper.module
-    positions = wrapper.resolve(PositionProvider)
     lines = text.split("\n")
     if finder.complex_set is not None and not complex_keys:
         # an op outside the complex-supporting set has its complex tests xfailed by that rule

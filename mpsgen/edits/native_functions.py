@@ -109,15 +109,19 @@ def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
             raise MpsgenError("internal error: native_functions.yaml changed without a touched row; nothing written.")
         return
     old_lines = before.split("\n")
-    new_scan = scan_native_functions(after).by_name()
     new_lines = after.split("\n")
     removed = len(old_lines) - len(new_lines)
+    # the touched entries are re-read from the span of lines that holds them all (the edit
+    # changes lines inside them only: the lines before the first one did not move)
+    first = min(e.start_line for e in touched) - 1
+    last = max(e.end_line for e in touched) - removed
+    new_scan = scan_native_functions("\n".join(new_lines[first:last]) + "\n").by_name()
     for entry in touched:
         new_entry = new_scan.get(entry.name)
         if new_entry is None:
             raise MpsgenError(f"internal error: row {entry.name} vanished while editing; nothing written.")
         old = yaml.load(_entry_text(old_lines, entry), Loader=_Loader)
-        new = yaml.load(_entry_text(new_lines, new_entry), Loader=_Loader)
+        new = yaml.load(_entry_text(new_lines, new_entry, shift=first), Loader=_Loader)
         old_map, new_map = old[0], new[0]
         if {k: v for k, v in old_map.items() if k != "dispatch"} != {k: v for k, v in new_map.items() if k != "dispatch"}:
             raise MpsgenError(f"internal error: editing {entry.name} changed more than its dispatch; nothing written.")
@@ -131,7 +135,7 @@ def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
     # every line outside the touched dispatch lines is unchanged, in order
     changed_old = {d.line - 1 for e in touched for d in e.dispatch if d.shared_cpu_cuda or d.has_mps}
     kept_old = [ln for i, ln in enumerate(old_lines) if i not in changed_old]
-    changed_new = {d.line - 1 for e in touched for d in new_scan[e.name].dispatch if d.shared_cpu_cuda or d.has_mps}
+    changed_new = {first + d.line - 1 for e in touched for d in new_scan[e.name].dispatch if d.shared_cpu_cuda or d.has_mps}
     kept_new = [ln for i, ln in enumerate(new_lines) if i not in changed_new]
     if kept_old != kept_new or removed < 0:
         raise MpsgenError("internal error: native_functions.yaml changed outside the touched rows; nothing written.")

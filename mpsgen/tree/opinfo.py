@@ -61,9 +61,18 @@ def python_close(text: str, open_pos: int) -> int:
     return -1
 
 
+_HEADERS: dict[str, list[tuple[int, str, str, int]]] = {}  # by file text: one scan per file and run
+
+
 def headers(text: str) -> list[tuple[int, str, str, int]]:
-    """(header offset, constructor, name, offset of '(') for every entry."""
-    return [(m.start(), m.group(1), m.group(3), text.index("(", m.start())) for m in _HEADER.finditer(text)]
+    """(header offset, constructor, name, offset of '(') for every entry (each text scanned once:
+    a run that plans several ops asks about the same OpInfo files each time)."""
+    found = _HEADERS.get(text)
+    if found is None:
+        if len(_HEADERS) >= 64:  # a long-lived caller reading many trees: keep it bounded
+            _HEADERS.clear()
+        found = _HEADERS[text] = [(m.start(), m.group(1), m.group(3), text.index("(", m.start())) for m in _HEADER.finditer(text)]
+    return found
 
 
 def _entry(path: str, text: str, h: tuple[int, str, str, int]) -> OpInfoEntry | None:
