@@ -24,7 +24,7 @@ from pathlib import Path
 from mpsgen.errors import Location
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.trial import compiler as find_compiler
-from mpsgen.tree.source import mask_c_comments_and_strings
+from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
 
@@ -118,7 +118,8 @@ def _recursion(functor: FunctorSource, text: str, masked: str) -> list[str]:
         name = m.group(1) or "operator()"
         if name in ("if", "for", "while", "switch", "return", "sizeof", "static_cast", "struct"):
             continue
-        end = _body_end(masked, m.end() - 1)
+        end = match_close(masked, m.end() - 1)
+        end = len(masked) if end < 0 else end  # (unclosed: to the end)
         defined.setdefault(name, []).append((m.end(), end))
     found = []
     for name, bodies in defined.items():
@@ -131,18 +132,6 @@ def _recursion(functor: FunctorSource, text: str, masked: str) -> list[str]:
             line = masked.count("\n", 0, m.start()) + 1
             found.append(f"{functor_place(functor, text, line)}: {name} calls itself; Metal has no recursion (write it as a loop).")
     return found
-
-
-def _body_end(masked: str, brace: int) -> int:
-    depth = 0
-    for i in range(brace, len(masked)):
-        if masked[i] == "{":
-            depth += 1
-        elif masked[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(masked)
 
 
 def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mpsgen.errors import BadInput, Location, SpecErrors
 from mpsgen.text import shorten
-from mpsgen.tree.source import mask_c_comments_and_strings, read_bounded
+from mpsgen.tree.source import mask_c_comments_and_strings, match_close, read_bounded
 
 if TYPE_CHECKING:
     import yaml
@@ -242,23 +242,11 @@ def check_body(body: str, name: str | None, where: str = "the functor body") -> 
     if whole is not None:
         if name is not None and whole.group(1) != f"{name}_functor":
             return f"{where} defines struct {whole.group(1)}; it must be struct {name}_functor."
-        close = _matching_brace(masked, whole.end() - 1)
+        close = match_close(masked, whole.end() - 1)  # (the brackets pair up: checked above)
         rest = masked[close + 1 :].strip()
         if rest not in ("", ";"):
             return f"{where} has code after the end of struct {whole.group(1)} ({shorten(rest, 30)!r}); give only the functor."
     return None
-
-
-def _matching_brace(masked: str, pos: int) -> int:
-    depth = 0
-    for i in range(pos, len(masked)):
-        if masked[i] == "{":
-            depth += 1
-        elif masked[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(masked)
 
 
 def spec_problems(spec: OpSpec) -> list[str]:
