@@ -425,6 +425,8 @@ def demo(
                 return
             for w in changeset.warnings:
                 err.print(Text("warning: ", style="bold yellow") + Text(w))
+            for b in changeset.blockers:  # what would make the real command refuse (exit 1)
+                err.print(Text("error: ", style="bold red") + Text(b))
             print_diff(changeset.diff())
             err.print(f"{len(changeset.changed)} file(s) would change: " + "; ".join(changeset.notes))
     except MpsgenError as exc:
