@@ -62,8 +62,9 @@ def affected_fallback_ops(tree: PytorchTree, old_yaml: str, new_yaml: str) -> li
     src = tree.read_optional(FALLBACK_OPS)
     if src is None or not tree.exists(C_SHIM_MPS):
         return []
-    before = {r.name: any(d.has_mps for d in r.dispatch) for r in scan_rows(old_yaml)}
-    after = {r.name: any(d.has_mps for d in r.dispatch) for r in scan_rows(new_yaml)}
+    old_part, new_part = _changed_entries(old_yaml, new_yaml)
+    before = {r.name: any(d.has_mps for d in r.dispatch) for r in scan_rows(old_part)}
+    after = {r.name: any(d.has_mps for d in r.dispatch) for r in scan_rows(new_part)}
     changed = {n for n in before.keys() | after.keys() if before.get(n) != after.get(n)}
     if not changed:
         return []
@@ -72,6 +73,28 @@ def affected_fallback_ops(tree: PytorchTree, old_yaml: str, new_yaml: str) -> li
         return sorted(fallback_key(n) for n in changed)
     names = changed | YamlEntries(new_yaml).delegating_to(changed)
     return sorted(k for k in map(fallback_key, names) if k in fallback)
+
+
+def _changed_entries(old: str, new: str) -> tuple[str, str]:
+    """The whole entries, in each text, from the first line that differs to the last (the
+    rest of the ~14k lines is the same: it need not be scanned)."""
+    a, b = old.split("\n"), new.split("\n")
+    head, limit = 0, min(len(a), len(b))
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    start = min(head, len(a) - 1)
+    while start > 0 and not a[start].startswith("- func:"):
+        start -= 1
+
+    def through(lines: list[str], end: int) -> str:
+        while end < len(lines) and not lines[end].startswith("- func:"):
+            end += 1
+        return "\n".join(lines[start:end])
+
+    return through(a, len(a) - tail), through(b, len(b) - tail)
 
 
 def generate_header(tree: PytorchTree, yaml_text: str) -> tuple[str | None, str]:
