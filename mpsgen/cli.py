@@ -12,6 +12,7 @@ import typer
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.resources import resource_dir
+from mpsgen.text import visible
 from mpsgen.spec import (
     KINDS,
     FunctorSource,
@@ -53,11 +54,22 @@ class _Console:
             self._console = Console(**self._options)
         return getattr(self._console, name)
 
+    def print(self, *objects, **options) -> None:
+        """Print, a tree's or a user's text made visible (:func:`mpsgen.text.visible`): a
+        str here, a ``Text`` where it is made."""
+        self.__getattr__("print")(*(visible(o) if isinstance(o, str) else o for o in objects), **options)
+
 
 def Text(text: str = "", style: str = ""):  # noqa: N802 (rich's name)
     from rich.text import Text as RichText
 
-    return RichText(text, style=style)
+    return RichText(visible(text), style=style)
+
+
+def write_out(text: str) -> None:
+    """Standard output for text that may hold a tree's names or paths (not for data a program
+    reads back as it is, such as `--patch -`)."""
+    sys.stdout.write(visible(text))
 
 
 out = _Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
@@ -131,7 +143,7 @@ def write_companions(spec, changeset, command: str, test_file: tuple[Path, str] 
     if pr:
         from mpsgen.companions import pr_description
 
-        sys.stdout.write("\n" + pr_description(spec, changeset, command))
+        write_out("\n" + pr_description(spec, changeset, command))
 
 
 ForceOpt = typer.Option(
@@ -567,7 +579,7 @@ def explain_cmd(
 
         sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
     else:
-        sys.stdout.write(op_text(report))
+        write_out(op_text(report))
 
 
 class CoverageFormat(str, Enum):
@@ -605,7 +617,7 @@ def coverage_cmd(
             output.write_text(text, encoding="utf-8")
             err.print(f"wrote {output} ({len(cov.ops)} ops).")
         else:
-            sys.stdout.write(text)
+            write_out(text)
     except MpsgenError as exc:
         fail(exc)
 
@@ -702,7 +714,7 @@ def try_cmd(
         result = run_trial(spec, dtypes=wanted, samples=samples)
     except MpsgenError as exc:
         fail(exc)
-    sys.stdout.write(table(result))
+    write_out(table(result))
     raise typer.Exit(0 if result.ok else 1)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from mpsgen.text import visible
+
 EPILOG = """\
 exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run.
 
@@ -54,7 +56,7 @@ def parser():
 
 
 def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(visible(text) + "\n")
 
 
 def main(argv: list[str] | None = None, keep: list | None = None) -> int:
@@ -133,8 +135,8 @@ def _main(argv: list[str], keep: list) -> int:
     else:
         lines = text_lines(findings)
     out = sys.stdout
-    for line in lines:
-        out.write(line + "\n")
+    for line in lines:  # (JSON is escaped already; a tree's names and paths in the others are not)
+        out.write(visible(line) + "\n")
     if opts.format != "lintrunner":
         for note in result.notes:
             _err(f"warning: {note}")
@@ -172,7 +174,7 @@ def _fix(tree, result, *, diff: bool) -> int:
     for why in skipped:
         _err(f"not fixed: {why}")
     if diff:
-        sys.stdout.write(changeset.diff())
+        sys.stdout.write(visible(changeset.diff()))
         _err(f"--fix --diff: {len(changeset.changed)} file(s) would change; nothing written.")
         return 1 if not changeset.empty else 0
     if changeset.empty:

@@ -92,6 +92,19 @@ def load_config(root: str) -> CheckConfig:
     baseline = table.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise BadInput(f"{shown}: 'baseline' must be a path (relative to the tree root).")
+    if baseline is not None:
+        # a cloned tree's settings may not make the read-only check write outside the tree
+        real_root = os.path.realpath(root)
+        target = os.path.realpath(os.path.join(root, baseline))
+        if target != real_root and not target.startswith(real_root.rstrip(os.sep) + os.sep):
+            config_path = own if shown == ".mpsgen.toml" else pyproject
+            text = read_bounded(config_path, shown).decode("utf-8", "replace")
+            line = next((n for n, ln in enumerate(text.split("\n"), 1) if ln.strip().startswith("baseline")), 0)
+            raise BadInput(
+                f"{shown.split(' ')[0]}:{line}: baseline = {baseline!r} leads outside the tree ({target}); a tree's "
+                "settings may only name a file inside it.",
+                hint="Name a path inside the tree, or give --baseline FILE on the command line.",
+            )
     strict = table.get("strict", False)
     if not isinstance(strict, bool):
         raise BadInput(f"{shown}: 'strict' must be true or false.")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 
 from .conftest import BINARY_MM, UNARY_OPS_MM, edit, line_of, yaml_sign
@@ -73,8 +75,9 @@ def test_baseline_records_then_reports_only_new_findings(run, check_tree, tmp_pa
     edit(check_tree, COMMON_MPS, *STALE)
     new = run("check", "--root", check_tree, "--baseline", baseline)
     assert new.exit_code == 1 and codes(new) == ["MPS009"]  # exp's (hypot's is not stale: its stub is unregistered)
-    # from the settings, relative to the tree root
-    (check_tree / ".mpsgen.toml").write_text(f'baseline = "{baseline}"\n')
+    # from the settings, relative to the tree root (and inside it: see the test below)
+    (check_tree / "baseline.json").write_bytes(baseline.read_bytes())
+    (check_tree / ".mpsgen.toml").write_text('baseline = "baseline.json"\n')
     assert codes(run("check", "--root", check_tree)) == ["MPS009"]
     baseline.write_text("{not json")
     bad = run("check", "--root", check_tree, "--baseline", baseline)
@@ -116,3 +119,17 @@ def test_fix_keeps_an_xfail_whose_reason_is_not_a_missing_kernel(run, check_tree
 def test_diff_needs_fix(run, check_tree):
     res = run("check", "--root", check_tree, "--diff")
     assert res.exit_code == 2 and "--diff previews --fix" in res.stderr
+
+
+@pytest.mark.parametrize("where", ["/elsewhere/x.json", "../outside/x.json", "sub/../../x.json"])
+def test_a_tree_config_cannot_send_the_baseline_outside_the_tree(run, check_tree, tmp_path, where):
+    """A cloned repository's `.mpsgen.toml` must not make the read-only check write elsewhere:
+    refused, naming the config line; the same path typed as --baseline stays the user's."""
+    (check_tree / ".mpsgen.toml").write_text(f'select = ["MPS"]\nbaseline = "{where}"\n')
+    before = set((tmp_path).rglob("*"))
+    res = run("check", "--root", check_tree)
+    assert res.exit_code == 2 and ".mpsgen.toml:2: baseline = " in res.output and "leads outside the tree" in res.output
+    assert set(tmp_path.rglob("*")) == before and not Path("/elsewhere").exists()
+    (check_tree / ".mpsgen.toml").write_text('baseline = "records/baseline.json"\n')
+    (check_tree / "records").mkdir()
+    assert run("check", "--root", check_tree).exit_code == 0 and (check_tree / "records/baseline.json").is_file()
