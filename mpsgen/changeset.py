@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.files import sync_folder, write_whole
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
@@ -257,6 +258,8 @@ class Changeset:
                 staged.append((path, Path(tmp), e))
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(e.new_bytes)
+                    fh.flush()
+                    os.fsync(fh.fileno())  # on disk before any rename makes it the file
                 os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
         except OSError as exc:
             _remove(staged)
@@ -287,6 +290,8 @@ class Changeset:
                     f"writing {exc.filename} failed ({exc.strerror}); every file was restored to its previous content."
                 ) from None
             raise
+        for folder in {str(path.parent) for path, _e in done}:
+            sync_folder(folder)
         for _path, e in done:
             self.tree.forget(e.relpath)
         return [e.relpath for _p, e in done]
@@ -313,8 +318,7 @@ class Changeset:
                 hint="Pick a new file name, or pass --force to overwrite it.",
             )
         try:
-            with open(target, "x" if not force else "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+            write_whole(target, text.encode("utf-8"), replace=force)
         except FileExistsError:
             raise BadInput(f"--patch {target}: the file appeared meanwhile; nothing written.") from None
         except OSError as exc:

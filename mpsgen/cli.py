@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 from enum import Enum
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.files import write_whole
 from mpsgen.resources import resource_dir
 from mpsgen.text import visible
 from mpsgen.spec import (
@@ -138,12 +140,14 @@ def write_companions(spec, changeset, command: str, test_file: tuple[Path, str] 
         if dry_run:
             err.print(f"dry run: would write {path}")
         else:
-            path.write_text(text, encoding="utf-8")
-            err.print(f"wrote {path}: on a Mac, `python -m pytest {path.name} -v` checks the functor before you build")
+            with applied(changeset, f"writing {path}"):
+                write_whole(path, text.encode("utf-8"), replace=False)  # whole or not at all
+                err.print(f"wrote {path}: on a Mac, `python -m pytest {path.name} -v` checks the functor before you build")
     if pr:
         from mpsgen.companions import pr_description
 
-        write_out("\n" + pr_description(spec, changeset, command))
+        with applied(changeset, "printing the PR description") if not dry_run else contextlib.nullcontext():
+            write_out("\n" + pr_description(spec, changeset, command))
 
 
 ForceOpt = typer.Option(
@@ -189,10 +193,31 @@ def report(
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
     written = changeset.apply()
-    for note in changeset.notes:
-        err.print(f"  {note}")
-    err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
-    print_next_steps(changeset)
+    with applied(changeset, "printing what it did"):
+        for note in changeset.notes:
+            err.print(f"  {note}")
+        err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
+        print_next_steps(changeset)
+
+
+class AppliedBut(MpsgenError):
+    """The tree was changed; something after that failed: exit 3, never 'nothing written'."""
+
+    exit_code = 3
+
+
+@contextlib.contextmanager
+def applied(changeset: Changeset, what: str):
+    """After the tree changed: a failure of ``what`` (a full or closed stdout/stderr, an
+    unwritable side file) says the change is applied, with exit status 3, no traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        raise AppliedBut(
+            f"the change is applied ({len(changeset.changed)} file(s) in {changeset.tree.root}); {what} failed "
+            f"({exc.strerror or exc}{where})."
+        ) from None
 
 
 def print_next_steps(changeset: Changeset) -> None:
@@ -612,9 +637,12 @@ def coverage_cmd(
         else:
             text = coverage_table(cov, markdown=format_ == CoverageFormat.markdown)
         if output is not None:
-            if output.exists():
-                raise BadInput(f"--output {output}: the file exists; name a new file.")
-            output.write_text(text, encoding="utf-8")
+            try:
+                write_whole(output, text.encode("utf-8"), replace=False)  # whole or not at all
+            except FileExistsError:
+                raise BadInput(f"--output {output}: the file exists; name a new file.") from None
+            except OSError as exc:
+                raise BadInput(f"--output {output}: cannot write it ({exc.strerror}); nothing written.") from None
             err.print(f"wrote {output} ({len(cov.ops)} ops).")
         else:
             write_out(text)

@@ -119,8 +119,9 @@ def _main(argv: list[str], keep: list) -> int:
             else:
                 if result.paths is not None:
                     raise BadInput(f"--baseline {baseline} does not exist: record it from a whole-tree run (no PATH), then lint paths against it.")
-                with open(baseline, "w", encoding="utf-8") as fh:
-                    fh.write(baseline_document(findings))
+                from mpsgen.files import write_whole
+
+                write_whole(baseline, baseline_document(findings).encode("utf-8"), replace=False)  # whole or none
                 _err(f"recorded {len(findings)} finding(s) in {baseline}; later runs report only new ones.")
                 return 0
     except MpsgenError as exc:

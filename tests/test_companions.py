@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import snapshot
 
@@ -76,3 +79,19 @@ def test_pr_description(real_tree: Path, run, tmp_path: Path, monkeypatch):
     assert changes[0].startswith("- `aten/src/ATen/native/native_functions.yaml`: ") and "in place of `frac_out_mps`" in changes[0]
     assert "- `aten/src/ATen/native/mps/operations/UnaryOps.mm`: removes the MPSGraph implementation it replaces (`frac_out_mps`)." in changes
     assert "dispatch stub:" not in body and "DECLARE_DISPATCH" not in body
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_failure_after_the_write_says_the_change_is_applied(real_tree: Path, tmp_path: Path):
+    """stdout full when the PR text is printed: the tree was written, so mpsgen says so (exit
+    3), never 'nothing written', and prints no traceback."""
+    before = snapshot(real_tree)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mpsgen", "new-op", "heaviside", "--pr-description", "--root", str(real_tree)],
+            stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        )
+    assert proc.returncode == 3, proc.stderr
+    assert "error: the change is applied (5 file(s) in" in proc.stderr and "printing the PR description failed" in proc.stderr
+    assert "nothing written" not in proc.stderr and "Traceback" not in proc.stderr
+    assert snapshot(real_tree) != before
