@@ -81,6 +81,8 @@ class OpSpec:
             raise BadInput(f"unknown op kind {self.kind!r}; use --unary, --binary or --kind {'|'.join(KINDS[2:])}.")
         groups = tuple(dict.fromkeys(("float",) + tuple(self.dtypes)))
         object.__setattr__(self, "dtypes", groups)
+        if self.rows is not None:  # a row named twice is taken once (twice would write `MPS, MPS`)
+            object.__setattr__(self, "rows", tuple(dict.fromkeys(self.rows)))
 
     @property
     def arity(self) -> int:

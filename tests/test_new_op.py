@@ -450,3 +450,23 @@ def test_a_bool_output_is_read_from_the_cpu_kernel(real_tree: Path):
     assert kind == "unary" and groups == ("float", "integer", "bool_out")
     # acosh's OpInfo says promotes_int_to_float; it tests complex64 on MPS
     assert kind_and_dtypes_from_tree(PytorchTree(real_tree), "acosh", migrate=True)[:2] == ("unary", ("float", "int2float", "complex"))
+
+
+def test_a_row_named_twice_is_taken_once(real_tree: Path, real_sources, run):
+    result = run("new-op", "heaviside", "--row", "heaviside.out", "--row", "heaviside.out", "--root", real_tree)
+    assert result.exit_code == 0, result.output
+    yaml_text = read(real_tree, NATIVE_FUNCTIONS)
+    assert with_mps(real_sources, "heaviside_out") in yaml_text and "MPS, MPS" not in yaml_text
+
+
+def test_a_duplicated_func_is_refused_naming_both_lines(real_tree: Path, run):
+    path = real_tree / NATIVE_FUNCTIONS
+    text = path.read_text()
+    start = text.index("- func: heaviside.out(")
+    entry = text[start : text.index("\n\n", start) + 2]
+    path.write_text(text + "\n" + entry)
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--root", real_tree)
+    first = text[:start].count("\n") + 1
+    assert result.exit_code == 2 and f"`- func: heaviside.out` is there twice (lines {first} and " in result.output, result.output
+    assert snapshot(real_tree) == before

@@ -176,6 +176,7 @@ def native_yaml_problem(source: SourceFile) -> BadInput | None:
         return BadInput(
             "not a YAML list of `- func:` entries.", location=Location(source.relpath, 1), hint="Point --root at a PyTorch checkout."
         )
+    first_of: dict[str, int] = {}
     for i, item in enumerate(data):
         if not isinstance(item, dict) or not isinstance(item.get("func"), str):
             line = _nth_entry_line(text, i)
@@ -184,6 +185,16 @@ def native_yaml_problem(source: SourceFile) -> BadInput | None:
                 location=Location(source.relpath, line),
                 hint="Fix or restore the file before running mpsgen.",
             )
+        name = item["func"].partition("(")[0].strip()
+        if name in first_of:  # torchgen refuses it too; an edit would touch one copy only
+            first, again = _nth_entry_line(text, first_of[name]), _nth_entry_line(text, i)
+            return BadInput(
+                f"`- func: {name}` is there twice (lines {first} and {again}); torchgen refuses a duplicated "
+                "function, and mpsgen would edit only one of them.",
+                location=Location(source.relpath, again),
+                hint="Remove one (a merge gone wrong?) before running mpsgen.",
+            )
+        first_of[name] = i
     return None
 
 
