@@ -875,3 +875,34 @@ def _runs_on(e) -> str:
 
 def _guard(since: str | None) -> str:
     return f"under `#if TORCH_FEATURE_VERSION >= {since}`" if since else "without a version guard"
+
+
+# -- MPS015 -------------------------------------------------------------------------------
+@rule(
+    "MPS015",
+    "repeated-dispatch-key",
+    ERROR,
+    "a native_functions.yaml row names one dispatch key twice",
+    """
+Each dispatch key of a row maps to one kernel. A key listed twice, on one line
+(`CPU, CUDA, MPS, MPS: foo_out`) or on two lines of the row (`CPU, CUDA, MPS: foo_out` and
+`MPS: foo_out_mps`), is a row torchgen does not build (or, for two lines, a YAML mapping whose
+later line silently wins): a hand edit or a merge went wrong.
+
+Fix: keep the key once, on the line whose kernel the row should run.
+""",
+)
+def repeated_dispatch_key(f: Facts) -> Iterator[Finding]:
+    for e in f.index.rows:
+        seen: dict[str, int] = {}
+        for d in e.dispatch:
+            for key in d.keys:
+                if key in seen:
+                    where = "on this line" if seen[key] == d.line else f"also on line {seen[key]}"
+                    yield Finding(
+                        f.yaml, d.line, _yaml_col(d), "MPS015", ERROR,
+                        f"{e.name} names the dispatch key {key} twice ({where})",
+                        symbols=(e.name,),
+                    )
+                    break
+                seen[key] = d.line

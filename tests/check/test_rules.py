@@ -22,7 +22,7 @@ def test_clean_tree_reports_nothing(check_tree):
 
 
 def test_rule_codes_are_stable():
-    assert list(RULES) == [f"MPS{i:03d}" for i in range(1, 15)]
+    assert list(RULES) == [f"MPS{i:03d}" for i in range(1, 16)]
     assert all(r.explanation and r.summary and r.name for r in RULES.values())
 
 
@@ -271,3 +271,14 @@ def test_functor_overload_constraints_are_read_conservatively():
     assert accepted("template <typename T, enable_if_t<is_complex_v<T> || is_scalar_integral_v<T>, bool> = true>") == ALL
     assert accepted("template <typename T>") == ALL
     assert INT in ALL
+
+
+def test_a_dispatch_key_named_twice_is_mps015(check_tree):
+    """`--row X --row X` used to write `CPU, CUDA, MPS, MPS`; a merge can leave a second MPS line."""
+    line = shared_line(check_tree, "hypot_out")
+    edit(check_tree, YAML, line, line.replace(": hypot_out", ", MPS: hypot_out"))
+    doubled = shared_line(check_tree, "hypot_out")
+    assert found(check_tree) == [("MPS015", YAML, line_of(check_tree, YAML, doubled.rstrip("\n")), kernel_column(doubled))]
+    edit(check_tree, YAML, doubled, line + "    MPS: hypot_out_mps\n")
+    row = line_of(check_tree, YAML, "    MPS: hypot_out_mps")
+    assert ("MPS015", YAML, row, len("    MPS: ") + 1) in found(check_tree)
