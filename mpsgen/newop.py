@@ -561,6 +561,17 @@ def plan_new_op(
     metal_src = tree.read(metal_rel, what="Metal kernel file")
     indexing = tree.read(INDEXING_HEADER, what="registration macro header")
     metal = scan_metal(metal_src.text)
+    if not (metal.functors or metal.calls) or "#include" not in metal_src.text:
+        # the edit places a functor beside its kind's functors and registrations under theirs,
+        # after the file's includes: without them it would put code where nothing builds
+        missing = [w for w, gone in (("#include lines", "#include" not in metal_src.text),
+                                     ("functor structs or REGISTER_* lines", not (metal.functors or metal.calls))) if gone]
+        raise Refused(
+            f"{metal_rel} has no {' and no '.join(missing)}: mpsgen adds a kernel beside the ones a kernel file "
+            "already has, and this one holds nothing to place it by (an empty or unrelated file?).",
+            hint="Point files.metal (or the default kernel file) at a kernel file of the tree, such as "
+            f"{DEFAULT_METAL[spec.base_kind]}, or write the first kernel of a new file by hand.",
+        )
     base_macros = {
         n
         for n, d in scan_metal(indexing.text).macros.items()

@@ -470,3 +470,12 @@ def test_a_duplicated_func_is_refused_naming_both_lines(real_tree: Path, run):
     first = text[:start].count("\n") + 1
     assert result.exit_code == 2 and f"`- func: heaviside.out` is there twice (lines {first} and " in result.output, result.output
     assert snapshot(real_tree) == before
+
+
+@pytest.mark.parametrize("content", ["", "// nothing here yet\n", "#include <c10/metal/indexing.h>\n"])
+def test_a_kernel_file_with_nothing_to_place_a_kernel_by_is_refused(real_tree: Path, run, content: str):
+    (real_tree / BIN_METAL).write_text(content)
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--root", real_tree)
+    assert result.exit_code == 1 and f"{BIN_METAL} has no " in result.output, result.output
+    assert snapshot(real_tree) == before
