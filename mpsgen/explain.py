@@ -211,6 +211,10 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
             if x.key in keys:
                 what = "every dtype" if x.dtypes is None else ", ".join(x.dtypes)
                 xfails.append(f"{COMMON_MPS}:{x.line} {x.dict_name}[{x.key!r}] ({what})")
+        if any(f'"{k}"' in common.text or f"'{k}'" in common.text or f"{k}=" in common.text for k in keys):
+            from mpsgen.tree.xfails import unedited_mentions
+
+            xfails += [f"{COMMON_MPS}:{line} `{code}` (a form mpsgen does not edit)" for line, code in unedited_mentions(common.text, keys)]
     decorators = []
     for rel, spans in targets.spans:
         text = tree.read(rel).text

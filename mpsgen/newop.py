@@ -669,6 +669,14 @@ def plan_new_op(
     if yaml_mode == "migrate" and common is not None:
         _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset)
     if common is not None:
+        from mpsgen.tree.xfails import unedited_mentions
+
+        for line, code in unedited_mentions(common.text, keys):
+            changeset.blockers.append(
+                f"{COMMON_MPS}:{line}: `{code}` names {spec.name}'s tests in a form mpsgen does not edit (only the "
+                "keys of the XFAIL/SKIP dict literals of mps_ops_modifier): the tests would stay xfailed and turn into "
+                "unexpected successes. Remove or cut it by hand, then run again (or --force to write the rest)."
+            )
         complex_keys = targets.found if "complex" in spec.dtypes else set()
         kept_entries: list[tuple[int, str]] = []
         new_common = common_mps_edit.remove_op_entries(

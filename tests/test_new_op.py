@@ -479,3 +479,35 @@ def test_a_kernel_file_with_nothing_to_place_a_kernel_by_is_refused(real_tree: P
     result = run("new-op", "heaviside", "--root", real_tree)
     assert result.exit_code == 1 and f"{BIN_METAL} has no " in result.output, result.output
     assert snapshot(real_tree) == before
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        '        UNIMPLEMENTED_XFAILLIST["heaviside"] = None\n',
+        '        UNIMPLEMENTED_XFAILLIST.update({"heaviside": None})\n',
+        "        UNIMPLEMENTED_XFAILLIST.update(dict(heaviside=None))\n",
+    ],
+)
+def test_an_xfail_mpsgen_cannot_edit_blocks_the_write(real_tree: Path, run, form: str):
+    """An entry written another way than a dict literal's key would keep the tests xfailed:
+    it is named, with its line, and the write is refused (never a silent partial edit)."""
+    path = real_tree / COMMON_MPS
+    text = path.read_text()
+    anchor = "        UNIMPLEMENTED_XFAILLIST_SPARSE"
+    assert text.count(anchor) == 1
+    path.write_text(text.replace(anchor, form + anchor))
+    line = path.read_text().split("\n").index(form.rstrip("\n")) + 1
+    before = snapshot(real_tree)
+    result = run("new-op", "heaviside", "--root", real_tree)
+    assert result.exit_code == 1, result.output
+    assert f"error: {COMMON_MPS}:{line}: `{form.strip()}` names heaviside's tests in a form mpsgen does not edit" in result.output
+    assert snapshot(real_tree) == before
+
+
+def test_explain_lists_an_xfail_mpsgen_cannot_edit(real_tree: Path, run):
+    path = real_tree / COMMON_MPS
+    anchor = "        UNIMPLEMENTED_XFAILLIST_SPARSE"
+    path.write_text(path.read_text().replace(anchor, '        UNIMPLEMENTED_XFAILLIST["heaviside"] = None\n' + anchor))
+    out = run("explain", "heaviside", "--root", real_tree).output
+    assert "`UNIMPLEMENTED_XFAILLIST[\"heaviside\"] = None` (a form mpsgen does not edit)" in out, out

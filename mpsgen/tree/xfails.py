@@ -112,3 +112,37 @@ def read_xfail_entries(text: str) -> list[XfailEntry]:
                         dtypes = tuple(canonical_dtype(_source(x)) for x in v.elts)
                     entries.append(XfailEntry(t.id, k.value, dtypes, k.lineno))
     return entries
+
+
+def unedited_mentions(text: str, keys: set[str]) -> list[tuple[int, str]]:
+    """(line, source line) of each place in ``mps_ops_modifier`` that names one of ``keys`` in
+    a form the test-list edit does not handle: anything but a key of an XFAIL/SKIP dict literal
+    or a member of the complex-supporting set (a subscript assignment, a dict built with
+    ``dict(...)`` or passed to ``.update``). Such an entry would keep the op's tests xfailed."""
+    import ast
+
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return []
+    lines = text.split("\n")
+    handled: set[int] = set()  # ids of the nodes the edit reads
+    found: list[tuple[int, str]] = []
+    for fn in _statements(module.body):
+        if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+                if isinstance(node.value, ast.Dict) and any("XFAIL" in n or "SKIP" in n for n in names):
+                    handled.update(id(k) for k in node.value.keys if k is not None)
+                elif isinstance(node.value, ast.Set) and any("COMPLEX" in n for n in names):
+                    handled.update(id(e) for e in node.value.elts)
+        for node in ast.walk(fn):
+            named = (isinstance(node, ast.Constant) and node.value in keys and id(node) not in handled) or (
+                isinstance(node, ast.keyword) and node.arg in keys
+            )
+            if named:
+                found.append((node.lineno, lines[node.lineno - 1].strip()))
+    return sorted(set(found))
