@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import sys
 from enum import Enum
 from pathlib import Path
@@ -58,7 +59,9 @@ class _Console:
 
     def print(self, *objects, **options) -> None:
         """Print, a tree's or a user's text made visible (:func:`mpsgen.text.visible`): a
-        str here, a ``Text`` where it is made."""
+        str here, a ``Text`` where it is made. A closed stream is an OSError, as a full one."""
+        if (sys.stderr if self._options.get("stderr") else sys.stdout) is None:
+            raise OSError(errno.EBADF, "the output is closed")
         self.__getattr__("print")(*(visible(o) if isinstance(o, str) else o for o in objects), **options)
 
 
@@ -71,7 +74,10 @@ def Text(text: str = "", style: str = ""):  # noqa: N802 (rich's name)
 def write_out(text: str) -> None:
     """Standard output for text that may hold a tree's names or paths (not for data a program
     reads back as it is, such as `--patch -`)."""
+    if sys.stdout is None:
+        raise OSError(errno.EBADF, "standard output is closed")
     sys.stdout.write(visible(text))
+    sys.stdout.flush()  # a full output fails here, inside the caller's handling
 
 
 out = _Console(highlight=False, soft_wrap=True, markup=False)  # user text (paths, ops) is never markup
@@ -97,7 +103,10 @@ StrictOpt = typer.Option(False, "--strict", help="exit 1 when there is nothing t
 
 
 def fail(exc: MpsgenError) -> None:
-    err.print(Text("error: ", style="bold red") + Text(str(exc)))
+    try:
+        err.print(Text("error: ", style="bold red") + Text(str(exc)))
+    except (OSError, ValueError):  # stderr closed or full: the exit status still says it
+        pass
     raise typer.Exit(exc.exit_code)
 
 

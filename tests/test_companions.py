@@ -95,3 +95,18 @@ def test_a_failure_after_the_write_says_the_change_is_applied(real_tree: Path, t
     assert "error: the change is applied (5 file(s) in" in proc.stderr and "printing the PR description failed" in proc.stderr
     assert "nothing written" not in proc.stderr and "Traceback" not in proc.stderr
     assert snapshot(real_tree) != before
+
+
+def test_a_closed_output_after_the_write_says_the_change_is_applied(release_template: Path, tmp_path: Path):
+    """`>&-` (stdout closed) and `2>&-` (stderr closed) after the write: exit 3, no traceback,
+    the tree written."""
+    import shutil
+
+    for redirect, said in ((">&-", "printing the PR description failed (standard output is closed)"), ("2>&-", "")):
+        tree = Path(shutil.copytree(release_template, tmp_path / f"pytorch{len(redirect)}"))
+        before = snapshot(tree)
+        cmd = f"{sys.executable} -m mpsgen new-op heaviside --pr-description --root {tree} {redirect}"
+        proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 3, (redirect, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stdout + proc.stderr
+        assert snapshot(tree) != before
