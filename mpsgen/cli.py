@@ -103,6 +103,7 @@ StrictOpt = typer.Option(False, "--strict", help="exit 1 when there is nothing t
 
 
 def fail(exc: MpsgenError) -> None:
+    _REPORTED.append(exc.exit_code)
     try:
         err.print(Text("error: ", style="bold red") + Text(str(exc)))
     except (OSError, ValueError):  # stderr closed or full: the exit status still says it
@@ -202,11 +203,22 @@ def report(
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
     written = changeset.apply()
+    _APPLIED.append(f"{len(written)} file(s) in {changeset.tree.root}")
     with applied(changeset, "printing what it did"):
         for note in changeset.notes:
             err.print(f"  {note}")
         err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
         print_next_steps(changeset)
+
+
+_APPLIED: list[str] = []  # what this run wrote to the tree, for an interrupt that comes after
+_REPORTED: list[int] = []  # the exit codes of the errors this run has printed
+
+
+def _interrupt_message() -> str:
+    if _APPLIED:
+        return f"interrupted after the change was applied ({_APPLIED[-1]}): it is complete."
+    return "interrupted; nothing written."
 
 
 class AppliedBut(MpsgenError):
@@ -785,10 +797,14 @@ def main() -> None:
         # over a file-size limit (ulimit -f) a write should fail (EFBIG, and the staged files are
         # removed) rather than kill the process half-way through staging
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    _APPLIED.clear()
+    _REPORTED.clear()
     try:
         code = app(standalone_mode=False)
+        if code == 130 and not _REPORTED:  # typer turns a Ctrl-C in a command into exit 130, silently
+            err.print(_interrupt_message())
     except (KeyboardInterrupt, typer.Abort):
-        err.print("interrupted; nothing written.")
+        err.print(_interrupt_message())
         sys.exit(130)
     except click_exceptions.ClickException as exc:
         exc.show()
@@ -806,7 +822,7 @@ def main() -> None:
         # a library may wrap an interrupt in its own error (libcst re-raises a KeyboardInterrupt
         # from inside its code generator as an error carrying a dump of the tree)
         if _interrupted(exc):
-            err.print("interrupted; nothing written.")
+            err.print(_interrupt_message())
             sys.exit(130)
         raise
     sys.exit(code if isinstance(code, int) else 0)

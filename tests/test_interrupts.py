@@ -113,3 +113,23 @@ def test_a_file_size_limit_mid_staging_writes_nothing_and_leaves_no_temp_file(tm
     assert "could not stage the edits" in proc.stderr and "nothing was written" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert _state(root) == before  # no file changed, no temporary file left
+
+
+def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: Path, monkeypatch, capsys):
+    """Ctrl-C between the last rename and the end of the report: exit 130, and the message says
+    the change is complete (never 'nothing written')."""
+    import mpsgen.cli
+
+    def interrupted(_changeset):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mpsgen.cli, "print_next_steps", interrupted)
+    monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--root", str(real_tree)])
+    before = _state(real_tree)
+    try:
+        mpsgen.cli.main()
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 130 and f"interrupted after the change was applied (5 file(s) in {real_tree}): it is complete." in err, err
+    assert "nothing written" not in err and _state(real_tree) != before
