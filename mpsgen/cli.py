@@ -71,6 +71,17 @@ def Text(text: str = "", style: str = ""):  # noqa: N802 (rich's name)
     return RichText(visible(text), style=style)
 
 
+@contextlib.contextmanager
+def busy(what: str):
+    """Say what is being done on stderr while it lasts, when stderr is a terminal (a spinner
+    that leaves no line behind); nothing otherwise, so pre-commit and CI logs stay clean."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        with err.status(what):
+            yield
+    else:
+        yield
+
+
 def write_out(text: str) -> None:
     """Standard output for text that may hold a tree's names or paths (not for data a program
     reads back as it is, such as `--patch -`)."""
@@ -395,7 +406,8 @@ def new_op(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row, root=root
         )
         tree = PytorchTree.locate(root)
-        changeset = plan_new_op(tree, spec, partial=partial)
+        with busy(f"planning {op}: reading the tree, compiling the functor against mpsgen's Metal model..."):
+            changeset = plan_new_op(tree, spec, partial=partial)
         changeset.notes[:0] = notes
         test_file = prepare_companions(spec, "new-op", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
@@ -575,7 +587,8 @@ def migrate_from_mpsgraph(
             root=root, migrate=True,
         )
         tree = PytorchTree.locate(root)
-        changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
+        with busy(f"planning the migration of {op}: reading the tree, compiling the functor..."):
+            changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
         changeset.notes[:0] = notes
         test_file = prepare_companions(spec, "migrate-from-mpsgraph", with_test)
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
@@ -617,7 +630,8 @@ def explain_cmd(
     try:
         if why := check_name(op, "op name"):
             raise BadInput(why)
-        report = explain_op(PytorchTree.locate(root), op)
+        with busy(f"reading the tree and planning the next step for {op}..."):
+            report = explain_op(PytorchTree.locate(root), op)
     except MpsgenError as exc:
         fail(exc)
     if format_ == ExplainFormat.json:
@@ -648,7 +662,8 @@ def coverage_cmd(
     from mpsgen.explain import coverage, coverage_html, coverage_table
 
     try:
-        cov = coverage(PytorchTree.locate(root))
+        with busy("reading the tree and planning each migration candidate..."):
+            cov = coverage(PytorchTree.locate(root))
         if format_ == CoverageFormat.json:
             import json
 
@@ -760,7 +775,8 @@ def try_cmd(
         if samples < 1 or samples > 100_000:
             raise BadInput("--samples must be between 1 and 100000.")
         wanted = {d.strip().replace("torch.", "") for d in dtypes.split(",") if d.strip()} if dtypes else None
-        result = run_trial(spec, dtypes=wanted, samples=samples)
+        with busy(f"compiling {spec.name}_functor (cached after the first run) and comparing it with torch's CPU op..."):
+            result = run_trial(spec, dtypes=wanted, samples=samples)
     except MpsgenError as exc:
         fail(exc)
     write_out(table(result))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mpsgen import doctor
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 from tests.conftest import git_init
@@ -79,3 +81,19 @@ def test_tutorial_runs_through_with_yes(run, tmp_path: Path):
     assert "MPS002 error: heaviside.out" in out
     assert "+struct heaviside_functor" in out  # the diff of step 2
     assert "REGISTER_DISPATCH(heaviside_stub" not in (keep / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").read_text()
+
+
+def test_slow_commands_say_what_they_do_on_a_terminal_only(real_tree: Path, tmp_path: Path):
+    """coverage plans every candidate (over a second): a spinner line on a terminal's stderr,
+    and not one byte more on a pipe (pre-commit and CI logs stay clean)."""
+    import shutil
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "mpsgen", "coverage", "--root", str(real_tree)]
+    piped = subprocess.run(cmd, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
+    if shutil.which("script") is None:
+        pytest.skip("no `script` here to give the command a terminal")
+    shown = subprocess.run(["script", "-qec", " ".join(cmd) + " >/dev/null", "/dev/null"], capture_output=True, text=True)
+    assert shown.returncode == 0 and "reading the tree and planning each migration candidate" in shown.stdout
