@@ -197,7 +197,7 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
     """The common_mps.py xfail/skip entries and OpInfo MPS decorators naming the op."""
     from mpsgen.newop import opinfo_keys
     from mpsgen.tree.native_yaml import NativeFunctions
-    from mpsgen.tree.xfails import read_xfail_entries
+    from mpsgen.tree.xfails import read_xfail_entries, unedited_mentions
 
     targets = opinfo_keys(tree, op, NativeFunctions(tuple(rows)))
     keys = set(targets.keys)
@@ -206,15 +206,13 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
     if common is not None:
         memo = tree.memo.get(_XFAILS)
         if memo is None or memo[0] is not common:  # parsed once per tree (coverage and tests explain every op)
-            memo = tree.memo[_XFAILS] = (common, read_xfail_entries(common.text))
+            memo = tree.memo[_XFAILS] = (common, read_xfail_entries(common.text), unedited_mentions(common.text))
         for x in memo[1]:
             if x.key in keys:
                 what = "every dtype" if x.dtypes is None else ", ".join(x.dtypes)
                 xfails.append(f"{COMMON_MPS}:{x.line} {x.dict_name}[{x.key!r}] ({what})")
-        if any(f'"{k}"' in common.text or f"'{k}'" in common.text or f"{k}=" in common.text for k in keys):
-            from mpsgen.tree.xfails import unedited_mentions
-
-            xfails += [f"{COMMON_MPS}:{line} `{code}` (a form mpsgen does not edit)" for line, code in unedited_mentions(common.text, keys)]
+        for key in sorted(keys):
+            xfails += [f"{COMMON_MPS}:{line} `{code}` (a form mpsgen does not edit)" for line, code in memo[2].get(key, ())]
     decorators = []
     for rel, spans in targets.spans:
         text = tree.read(rel).text

@@ -671,7 +671,8 @@ def plan_new_op(
     if common is not None:
         from mpsgen.tree.xfails import unedited_mentions
 
-        for line, code in unedited_mentions(common.text, keys):
+        mentions = unedited_mentions(common.text)
+        for line, code in sorted({place for key in keys for place in mentions.get(key, ())}):
             changeset.blockers.append(
                 f"{COMMON_MPS}:{line}: `{code}` names {spec.name}'s tests in a form mpsgen does not edit (only the "
                 "keys of the XFAIL/SKIP dict literals of mps_ops_modifier): the tests would stay xfailed and turn into "

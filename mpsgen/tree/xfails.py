@@ -114,20 +114,21 @@ def read_xfail_entries(text: str) -> list[XfailEntry]:
     return entries
 
 
-def unedited_mentions(text: str, keys: set[str]) -> list[tuple[int, str]]:
-    """(line, source line) of each place in ``mps_ops_modifier`` that names one of ``keys`` in
-    a form the test-list edit does not handle: anything but a key of an XFAIL/SKIP dict literal
+def unedited_mentions(text: str) -> dict[str, list[tuple[int, str]]]:
+    """Name -> (line, source line) of each place in ``mps_ops_modifier`` that names it in a
+    form the test-list edit does not handle: anything but a key of an XFAIL/SKIP dict literal
     or a member of the complex-supporting set (a subscript assignment, a dict built with
-    ``dict(...)`` or passed to ``.update``). Such an entry would keep the op's tests xfailed."""
+    ``dict(...)`` or passed to ``.update``). Such an entry would keep the op's tests xfailed.
+    One parse answers for every op: callers look their OpInfo keys up."""
     import ast
 
     try:
         module = ast.parse(text)
     except SyntaxError:
-        return []
+        return {}
     lines = text.split("\n")
     handled: set[int] = set()  # ids of the nodes the edit reads
-    found: list[tuple[int, str]] = []
+    found: dict[str, set[tuple[int, str]]] = {}
     for fn in _statements(module.body):
         if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
             continue
@@ -140,9 +141,11 @@ def unedited_mentions(text: str, keys: set[str]) -> list[tuple[int, str]]:
                 elif isinstance(node.value, ast.Set) and any("COMPLEX" in n for n in names):
                     handled.update(id(e) for e in node.value.elts)
         for node in ast.walk(fn):
-            named = (isinstance(node, ast.Constant) and node.value in keys and id(node) not in handled) or (
-                isinstance(node, ast.keyword) and node.arg in keys
-            )
-            if named:
-                found.append((node.lineno, lines[node.lineno - 1].strip()))
-    return sorted(set(found))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in handled:
+                name = node.value
+            elif isinstance(node, ast.keyword) and node.arg:
+                name = node.arg
+            else:
+                continue
+            found.setdefault(name, set()).add((node.lineno, lines[node.lineno - 1].strip()))
+    return {name: sorted(places) for name, places in found.items()}
