@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mpsgen.errors import Location
 from mpsgen.spec import FunctorSource, OpSpec
-from mpsgen.trial import compiler as find_compiler
+from mpsgen.trial import cache_dir, compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
@@ -65,11 +65,6 @@ NO_COMPILER = (
     "but not compiled against mpsgen's Metal model before writing (install one, e.g. `apt-get install g++`; "
     "`mpsgen doctor` checks it)."
 )
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpsgen" / "gate"
 
 
 def functor_place(functor: FunctorSource, text: str, line: int, col: int = 0) -> str:
@@ -141,7 +136,7 @@ def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
     except OSError:
         stamp = 0
     key = hashlib.sha256("\0".join((source, shim, cxx, str(stamp))).encode()).hexdigest()[:32]
-    entry = _cache_dir() / key
+    entry = cache_dir("gate") / key
     try:
         code, _, stderr = entry.read_text(encoding="utf-8").partition("\n")
         return int(code), stderr, True

@@ -207,9 +207,10 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
     return head + functor + "\n" + main, first, last
 
 
-def _cache_dir() -> Path:
+def cache_dir(kind: str) -> Path:
+    """mpsgen's cache folder for ``kind`` (``try`` builds, ``gate`` compiler answers)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpsgen" / "try"
+    return Path(base) / "mpsgen" / kind
 
 
 def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, bool]:
@@ -217,7 +218,7 @@ def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, b
     source, first, last = driver_source(spec, pairs)
     shim = (resource_dir("templates") / "try" / "metal_shim.h").read_text()
     key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
-    cache = _cache_dir()
+    cache = cache_dir("try")
     binary = cache / f"{spec.name}-{key}"
     if binary.is_file():
         return binary, True
