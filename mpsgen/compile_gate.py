@@ -23,7 +23,8 @@ from pathlib import Path
 
 from mpsgen.errors import Location
 from mpsgen.spec import FunctorSource, OpSpec
-from mpsgen.trial import cache_dir, compiler as find_compiler
+from mpsgen.trial import cache_dir, install_compiler_command
+from mpsgen.trial import compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
@@ -62,7 +63,7 @@ class GateResult:
 
 NO_COMPILER = (
     "no C++ compiler (g++, clang++ or c++) on PATH: the functor was checked for what Metal rejects "
-    "but not compiled against mpsgen's Metal model before writing (install one, e.g. `apt-get install g++`; "
+    f"but not compiled against mpsgen's Metal model before writing (install one: `{install_compiler_command()}`; "
     "`mpsgen doctor` checks it)."
 )
 
