@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.files import sync_folder, write_whole
+from mpsgen.journal import Journal, JournalEntry, keep_old, recover_command, refuse_interrupted
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
@@ -231,17 +231,20 @@ class Changeset:
                     hint="Make it writable (chmod u+w) or use --patch FILE to write a patch instead.",
                 )
 
-    def apply(self) -> list[str]:
+    def apply(self, command: str = "") -> list[str]:
         """Write every changed file, or none. Returns the paths written.
 
         SIGINT/SIGTERM/SIGHUP that arrive while staging or renaming are held until the step is
         over (all files written, or none), then reported as :class:`Interrupted`; every temporary
-        file is removed on every path."""
+        file is removed on every path. A journal (:mod:`mpsgen.journal`, naming ``command``)
+        is on disk from before the first file is staged until the last rename is, so that a kill
+        or a power loss in between is found, and finished or rolled back, by a later run."""
         self.check_writable()
         with _tree_writer_lock(self.tree.root):
+            refuse_interrupted(self.tree.root)
             self.check_unchanged()
             with _signals_held() as held:
-                written = self._apply()
+                written = self._apply(command)
         if held:
             raise Interrupted(
                 f"interrupted ({held[0]}) while writing; the change was completed first: all {len(written)} file(s) "
@@ -249,52 +252,63 @@ class Changeset:
             )
         return written
 
-    def _apply(self) -> list[str]:
-        staged: list[tuple[Path, Path, FileEdit]] = []
+    def _apply(self, command: str) -> list[str]:
+        root = self.tree.root
+        journal = Journal.plan(root, command, [(e.relpath, e.source.raw, e.new_bytes) for e in self.changed])
+        pairs = list(zip(journal.entries, self.changed))
         try:
-            for e in self.changed:
-                path = self.tree.resolve(e.relpath)
-                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mpsgen", dir=path.parent)
-                staged.append((path, Path(tmp), e))
+            journal.begin()
+        except OSError as exc:
+            raise Refused(
+                f"could not write mpsgen's journal {journal.path} ({exc.strerror}); nothing was written."
+            ) from None
+        try:
+            for j, e in pairs:
+                path = root / j.path
+                fd = os.open(root / j.new_copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(e.new_bytes)
                     fh.flush()
                     os.fsync(fh.fileno())  # on disk before any rename makes it the file
-                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+                os.chmod(root / j.new_copy, stat.S_IMODE(path.stat().st_mode))
+                keep_old(root, j)
+            sync_folders(root, journal)
+            self.check_unchanged()  # last look just before the renames
         except OSError as exc:
-            _remove(staged)
+            journal.end()
             raise Refused(f"could not stage the edits ({exc.strerror}: {exc.filename}); nothing was written.") from None
         except BaseException:
-            _remove(staged)
+            journal.end()
             raise
-        # last look just before the renames
+        done: list[JournalEntry] = []
         try:
-            self.check_unchanged()
-        except BaseException:
-            _remove(staged)
-            raise
-        done: list[tuple[Path, FileEdit]] = []
-        try:
-            for path, tmp, e in staged:
-                os.replace(tmp, path)
-                done.append((path, e))
+            for j, _e in pairs:
+                os.replace(root / j.new_copy, root / j.path)
+                done.append(j)
         except BaseException as exc:
-            for path, e in reversed(done):
+            stuck = []
+            for j in reversed(done):
                 try:
-                    path.write_bytes(e.source.raw)
+                    os.replace(root / j.old_copy, root / j.path)
                 except OSError:
-                    pass
-            _remove(staged)
+                    stuck.append(j.path)
+            sync_folders(root, journal)
+            if stuck:  # the journal and the kept copies stay, for `mpsgen recover`
+                raise Refused(
+                    f"writing failed ({exc}), and restoring {', '.join(stuck)} failed too; the tree is half-changed.",
+                    hint=f"Run `{recover_command(root, '--abort')}` to roll it back once the cause is fixed.",
+                ) from None
+            journal.end()
             if isinstance(exc, OSError):
                 raise Refused(
                     f"writing {exc.filename} failed ({exc.strerror}); every file was restored to its previous content."
                 ) from None
             raise
-        for folder in {str(path.parent) for path, _e in done}:
-            sync_folder(folder)
-        for _path, e in done:
+        sync_folders(root, journal)
+        journal.end()
+        for _j, e in pairs:
             self.tree.forget(e.relpath)
-        return [e.relpath for _p, e in done]
+        return [j.path for j in done]
 
     def write_patch(self, target: Path, *, force: bool = False) -> None:
         """Write the diff to ``target``: a new file (an existing one only with ``force``), never
@@ -325,18 +339,16 @@ class Changeset:
             raise BadInput(f"--patch {target}: cannot write ({exc.strerror}).") from None
 
 
+def sync_folders(root: Path, journal: Journal) -> None:
+    """Make the renames (and the staged and kept copies) in the journal's folders durable."""
+    for folder in {str((root / j.path).parent) for j in journal.entries}:
+        sync_folder(folder)
+
+
 class Interrupted(MpsgenError):
     """A signal arrived while applying; the apply finished first (exit 130)."""
 
     exit_code = 130
-
-
-def _remove(staged: list[tuple[Path, Path, FileEdit]]) -> None:
-    for _p, tmp, _e in staged:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 WRITER_LOCK_WAIT = 10.0  # seconds a second writer waits for the first

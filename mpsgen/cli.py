@@ -213,7 +213,7 @@ def report(
         changeset.write_patch(patch, force=force)
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
-    written = changeset.apply()
+    written = changeset.apply(command=f"{sys.argv[1] if len(sys.argv) > 1 else ''} {op}".strip())
     _APPLIED.append(f"{len(written)} file(s) in {changeset.tree.root}")
     with applied(changeset, "printing what it did"):
         for note in changeset.notes:
@@ -406,6 +406,9 @@ def new_op(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row, root=root
         )
         tree = PytorchTree.locate(root)
+        from mpsgen.journal import refuse_interrupted
+
+        refuse_interrupted(tree.root)  # a change cut short comes first
         with busy(f"planning {op}: reading the tree, compiling the functor against mpsgen's Metal model..."):
             changeset = plan_new_op(tree, spec, partial=partial)
         changeset.notes[:0] = notes
@@ -587,6 +590,9 @@ def migrate_from_mpsgraph(
             root=root, migrate=True,
         )
         tree = PytorchTree.locate(root)
+        from mpsgen.journal import refuse_interrupted
+
+        refuse_interrupted(tree.root)  # a change cut short comes first
         with busy(f"planning the migration of {op}: reading the tree, compiling the functor..."):
             changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
         changeset.notes[:0] = notes
@@ -705,6 +711,42 @@ def doctor_cmd(root: Optional[Path] = RootOption) -> None:
     code = exit_status(checks)
     err.print("doctor: ready." if code == 0 else "doctor: fix the FAIL lines above first.")
     raise typer.Exit(code)
+
+
+@app.command("recover")
+def recover_cmd(
+    resume: bool = typer.Option(False, "--resume", help="finish the interrupted change: write the files it had not written yet"),
+    abort: bool = typer.Option(False, "--abort", help="roll the interrupted change back: restore the files it had written"),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Finish or roll back a change that a kill or a power loss cut short.
+
+    mpsgen journals every change it applies (in the checkout's .git folder) until the last
+    file is on disk; a change cut short is refused by the next new-op or migrate and reported
+    by `mpsgen check`. Without a flag this shows each file's state.
+
+    Example: mpsgen recover --abort"""
+    from mpsgen.journal import Journal
+
+    try:
+        if resume and abort:
+            raise BadInput("--resume and --abort: give one of them (finish the change, or roll it back).")
+        tree = PytorchTree.locate(root)
+        journal = Journal.find(tree.root)
+        if journal is None:
+            err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
+            return
+        if not (resume or abort):
+            out.print(journal.summary() + ":")
+            for s in journal.states():
+                out.print(f"  {s.state:<8} {s.entry.path}")
+            err.print("finish it with --resume, or roll it back with --abort.")
+            raise typer.Exit(1)
+        done = journal.resume() if resume else journal.abort()
+        verb = "finished" if resume else "rolled back"
+        err.print(f"{verb} the interrupted change ({len(done)} file(s) {'written' if resume else 'restored'}).")
+    except MpsgenError as exc:
+        fail(exc)
 
 
 @app.command("tutorial")

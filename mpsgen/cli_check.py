@@ -180,7 +180,7 @@ def _fix(tree, result, *, diff: bool) -> int:
         return 1 if not changeset.empty else 0
     if changeset.empty:
         return 0
-    written = changeset.apply()
+    written = changeset.apply(command="check --fix")
     for note in changeset.notes:
         _err(f"fixed: {note}")
     return len(written)

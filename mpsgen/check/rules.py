@@ -7,6 +7,7 @@ Precision over recall: a rule only reports what it can tie to a line with confid
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter, defaultdict
 from functools import cached_property, partial
@@ -906,3 +907,52 @@ def repeated_dispatch_key(f: Facts) -> Iterator[Finding]:
                     )
                     break
                 seen[key] = d.line
+
+
+# -- MPS016 -------------------------------------------------------------------------------
+@rule(
+    "MPS016",
+    "interrupted-change",
+    ERROR,
+    "an mpsgen change to this tree was cut short (a kill or a power loss) while writing its files",
+    """
+mpsgen journals each change it applies (in the checkout's .git folder, or .mpsgen-journal.json
+at its top without one) from before the first file is written until the last one is on disk.
+A journal left behind means the process was killed or the machine lost power in between: some
+files may hold the new content and others the old, a tree that may not build, and that the
+other rules may not see as broken.
+
+Fix: `mpsgen recover` lists each file's state; `mpsgen recover --resume` writes the rest of the
+change, `mpsgen recover --abort` restores the files it had written.
+""",
+)
+def interrupted_change(f: Facts) -> Iterator[Finding]:
+    from mpsgen.tree import journal_path
+
+    root = f.index.root
+    if not os.path.exists(journal_path(root)):  # (the common case: a stat, no pathlib)
+        return
+    from pathlib import Path
+
+    from mpsgen.errors import MpsgenError
+    from mpsgen.journal import Journal, recover_command
+
+    try:
+        journal = Journal.find(Path(root))
+    except MpsgenError as exc:
+        yield Finding(".git", 1, 0, "MPS016", ERROR, str(exc))
+        return
+    if journal is None:
+        return
+    states = journal.states()
+    paths = tuple(s.entry.path for s in states)
+    written = sum(s.state == "written" for s in states)
+    what = f"`mpsgen {journal.command}`" if journal.command else "an mpsgen change"
+    said = {"written": "written", "pending": "not written yet", "changed": "changed since by someone else"}
+    for s in states:
+        yield Finding(
+            s.entry.path, 1, 0, "MPS016", ERROR,
+            f"this file is {said[s.state]} by {what}, which was cut short ({written} of {len(states)} file(s) "
+            f"written): `{recover_command(root, '--resume')}` finishes it, `--abort` rolls it back",
+            locate=lambda paths=paths: ((p, 1) for p in paths),
+        )

@@ -40,6 +40,29 @@ DEFAULT_MM = {
 if TYPE_CHECKING:
     from pathlib import Path
 
+JOURNAL_NAME = "mpsgen-journal.json"  # mpsgen.journal: a change being applied
+
+
+def journal_path(root: str | os.PathLike) -> str:
+    """Where a change to the checkout at ``root`` is journaled: in its git folder (a linked
+    worktree's ``.git`` file names it), else at its top. (Strings only: ``check`` asks this
+    of every tree and does without pathlib.)"""
+    root = os.fspath(root)
+    dot_git = os.path.join(root, ".git")
+    if os.path.isdir(dot_git):
+        return os.path.join(dot_git, JOURNAL_NAME)
+    if os.path.isfile(dot_git):
+        try:
+            with open(dot_git, encoding="utf-8", errors="replace") as fh:
+                first = fh.readline().strip()
+        except OSError:
+            first = ""
+        if first.startswith("gitdir:"):
+            gitdir = os.path.join(root, first[len("gitdir:") :].strip())  # (an absolute one stays itself)
+            if os.path.isdir(gitdir):
+                return os.path.join(gitdir, JOURNAL_NAME)
+    return os.path.join(root, f".{JOURNAL_NAME}")
+
 # what Path.is_dir()/is_file() take for "no": any other error (a name too long, no permission
 # to search a folder) is raised, to be reported
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)

@@ -1,0 +1,249 @@
+"""The record of a change being applied, so that one cut short by a kill or a power loss is
+recognised, and finished or rolled back, on a later run.
+
+Before any file of the tree is touched, :meth:`Journal.begin` writes (whole, flushed) a small
+JSON file in the checkout's git folder (``.git/mpsgen-journal.json``; beside the tree's files
+as ``.mpsgen-journal.json`` when there is no git folder), like git's own ``index.lock``. It
+names, for every file the change writes, the temporary file holding the new content, the
+hard link keeping the old content once the rename replaces it, and the SHA-256 of both. The
+journal is removed once every rename is on disk. Any file left with content other than the
+old or the new one was changed since by someone else, and recovery leaves it to the user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mpsgen.errors import BadInput, Refused
+from mpsgen.files import sync_folder, write_whole
+from mpsgen.tree import journal_path
+
+FORMAT = 1
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    path: str  # the tree's file, relative to the root
+    new_copy: str  # the staged new content, relative to the root
+    old_copy: str  # a hard link (or copy) of the old content, relative to the root
+    old: str  # SHA-256 of the old content
+    new: str  # SHA-256 of the new content
+
+
+@dataclass(frozen=True)
+class FileState:
+    entry: JournalEntry
+    state: str  # "written" | "pending" | "changed" (neither old nor new: someone else's edit)
+    new_copy_ok: bool  # the staged new content is there, whole
+    old_copy_ok: bool  # the kept old content is there, whole
+
+
+@dataclass(frozen=True)
+class Journal:
+    root: Path
+    command: str
+    entries: tuple[JournalEntry, ...]
+
+    @property
+    def path(self) -> Path:
+        return Path(journal_path(self.root))
+
+    # -- while applying ----------------------------------------------------------------------
+    @classmethod
+    def plan(cls, root: Path, command: str, files: list[tuple[str, bytes, bytes]]) -> Journal:
+        """The journal of writing ``files`` ((relpath, old bytes, new bytes)), with fresh
+        names for the staged and kept copies beside each file."""
+        entries = []
+        for rel, old, new in files:
+            folder, _slash, name = rel.rpartition("/")
+            prefix = f"{folder}/" if folder else ""
+            token = secrets.token_hex(4)
+            entries.append(
+                JournalEntry(
+                    path=rel,
+                    new_copy=f"{prefix}.{name}.{token}.mpsgen",
+                    old_copy=f"{prefix}.{name}.{token}.mpsgen-old",
+                    old=sha256(old),
+                    new=sha256(new),
+                )
+            )
+        return cls(root, command, tuple(entries))
+
+    def begin(self) -> None:
+        """Write the journal, whole and on disk, before anything of the tree is touched."""
+        data = {"mpsgen_journal": FORMAT, "command": self.command, "files": [asdict(e) for e in self.entries]}
+        path = self.path
+        write_whole(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"), replace=True)
+
+    def end(self) -> None:
+        """The change is whole on disk (or was rolled back): drop the kept copies, then the journal."""
+        for e in self.entries:
+            _unlink(self.root / e.old_copy)
+            _unlink(self.root / e.new_copy)
+        _unlink(self.path)
+        sync_folder(str(self.path.parent))
+
+    # -- after an interruption ---------------------------------------------------------------
+    @classmethod
+    def find(cls, root: Path) -> Journal | None:
+        """The journal of a change to ``root`` that did not finish, if there is one."""
+        path = Path(journal_path(root))
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read mpsgen's journal of an interrupted change ({exc.strerror}).") from None
+        try:
+            data = json.loads(raw)
+            if data.get("mpsgen_journal") != FORMAT:
+                raise ValueError("an unknown format")
+            entries = tuple(JournalEntry(**{k: str(f[k]) for k in JournalEntry.__dataclass_fields__}) for f in data["files"])
+            for e in entries:
+                for rel in (e.path, e.new_copy, e.old_copy):
+                    if rel.startswith("/") or ".." in rel.split("/") or "\\" in rel or "\0" in rel:
+                        raise ValueError(f"a path outside the tree ({rel!r})")
+            return cls(root, str(data.get("command", "")), entries)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise BadInput(
+                f"{path}: mpsgen's journal of an interrupted change is not readable ({exc}).",
+                hint="Check the files it names by hand (git status, git diff), then delete the journal.",
+            ) from None
+
+    def states(self) -> list[FileState]:
+        out = []
+        for e in self.entries:
+            now = _digest(self.root / e.path)
+            state = "written" if now == e.new else "pending" if now == e.old else "changed"
+            out.append(
+                FileState(
+                    e, state,
+                    new_copy_ok=_digest(self.root / e.new_copy) == e.new,
+                    old_copy_ok=_digest(self.root / e.old_copy) == e.old,
+                )
+            )
+        return out
+
+    def summary(self) -> str:
+        """One sentence: what was being done and how far it got."""
+        states = self.states()
+        written = sum(s.state == "written" for s in states)
+        changed = [s.entry.path for s in states if s.state == "changed"]
+        what = f"`mpsgen {self.command}`" if self.command else "an mpsgen change"
+        text = f"{what} was interrupted while writing {self.root}: {written} of {len(states)} file(s) written"
+        if changed:
+            text += f"; changed since by someone else: {', '.join(changed)}"
+        return text
+
+    def resume(self) -> list[str]:
+        """Finish the change: put the staged new content in place of every file not yet written."""
+        states = self.states()
+        _refuse_changed(self, states, "finish")
+        missing = [s.entry.path for s in states if s.state == "pending" and not s.new_copy_ok]
+        if missing:
+            raise Refused(
+                f"the interrupted change cannot be finished: the new content of {', '.join(missing)} was not staged "
+                "whole before the interruption; nothing written.",
+                hint=f"Roll it back with `{recover_command(self.root, '--abort')}`, then run the command again.",
+            )
+        done = []
+        for s in states:
+            if s.state == "pending":
+                os.replace(self.root / s.entry.new_copy, self.root / s.entry.path)
+                done.append(s.entry.path)
+        self._sync(states)
+        self.end()
+        return done
+
+    def abort(self) -> list[str]:
+        """Roll the change back: put the kept old content in place of every file written."""
+        states = self.states()
+        _refuse_changed(self, states, "roll back")
+        missing = [s.entry.path for s in states if s.state == "written" and not s.old_copy_ok]
+        if missing:
+            raise Refused(
+                f"the interrupted change cannot be rolled back: the old content of {', '.join(missing)} was not "
+                "kept; nothing written.",
+                hint=f"Finish it with `{recover_command(self.root, '--resume')}`, or restore the files with git (git checkout -- FILE).",
+            )
+        done = []
+        for s in states:
+            if s.state == "written":
+                os.replace(self.root / s.entry.old_copy, self.root / s.entry.path)
+                done.append(s.entry.path)
+        self._sync(states)
+        self.end()
+        return done
+
+    def _sync(self, states: list[FileState]) -> None:
+        for folder in {str((self.root / s.entry.path).parent) for s in states}:
+            sync_folder(folder)
+
+
+def refuse_interrupted(root: Path) -> None:
+    """Refuse to plan or write on a tree where an earlier change was cut short."""
+    journal = Journal.find(root)
+    if journal is not None:
+        raise Refused(
+            f"{journal.summary()}; nothing written.",
+            hint=f"Finish it with `{recover_command(root, '--resume')}`, or roll it back with "
+            f"`{recover_command(root, '--abort')}`; `{recover_command(root)}` shows each file's state.",
+        )
+
+
+def recover_command(root: Path, flag: str = "") -> str:
+    """The `mpsgen recover` command line for the tree at ``root``, ready to paste."""
+    import shlex
+
+    return " ".join(["mpsgen", "recover", *([flag] if flag else []), "--root", shlex.quote(str(root))])
+
+
+def keep_old(root: Path, entry: JournalEntry) -> None:
+    """Keep the old content of ``entry``'s file under its ``old_copy`` name: a hard link (no
+    copy, the rename leaves it the only name of the old file), or a copy where links fail."""
+    src, dst = root / entry.path, root / entry.old_copy
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+        with open(dst, "rb+") as fh:
+            os.fsync(fh.fileno())
+
+
+def _refuse_changed(journal: Journal, states: list[FileState], verb: str) -> None:
+    changed = [s for s in states if s.state == "changed"]
+    if changed:
+        places = "; ".join(
+            f"{s.entry.path} (mpsgen's new content: {s.entry.new_copy if s.new_copy_ok else 'not kept'}, "
+            f"the old one: {s.entry.old_copy if s.old_copy_ok else 'not kept'})"
+            for s in changed
+        )
+        raise Refused(
+            f"cannot {verb} the interrupted change: {places} changed since, neither mpsgen's old nor new content; "
+            "nothing written.",
+            hint=f"Settle those files by hand (the copies named are beside them), then delete {journal.path}.",
+        )
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return sha256(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass

@@ -1,0 +1,192 @@
+"""A change cut short by a kill (no handler, no cleanup: ``os._exit`` in a forked child at a
+chosen step) is found by the next run: new-op refuses naming it, plain ``check`` reports it
+(MPS016), ``recover`` lists each file's state, and ``--resume`` / ``--abort`` end with exactly
+the fully changed or the untouched tree, with no temporary file left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mpsgen.changeset as changeset_mod
+import mpsgen.journal as journal_mod
+from mpsgen.changeset import Changeset
+from mpsgen.journal import Journal
+from mpsgen.newop import plan_new_op
+from mpsgen.practice import build_practice_tree
+from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.tree import PytorchTree, journal_path
+
+SPEC = OpSpec(
+    name="heaviside", kind="binary", dtypes=("integer",),
+    functor=FunctorSource(expr="a == 0 ? b : static_cast<decltype(a)>(a > 0)"),
+)
+
+
+def _state(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git/" not in p.as_posix() + "/"}
+
+
+def _plan(root: Path) -> Changeset:
+    return plan_new_op(PytorchTree(root), SPEC)
+
+
+def _mpsgen(*args: str, root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory) -> tuple[Path, dict[str, bytes], dict[str, bytes]]:
+    """A practice tree (with a .git folder), its files before, and after a whole apply."""
+    base = tmp_path_factory.mktemp("journal") / "base"
+    build_practice_tree(base, real=False)
+    (base / ".git").mkdir(exist_ok=True)
+    before = _state(base)
+    done = base.parent / "done"
+    import shutil
+
+    shutil.copytree(base, done)
+    _plan(done).apply(command="new-op heaviside")
+    after = _state(done)
+    assert after != before and not os.path.exists(journal_path(done))
+    return base, before, after
+
+
+def _killed_at(root: Path, *, rename: int | None = None, staged: int | None = None) -> None:
+    """Apply the change in a forked child that dies (``os._exit``, as SIGKILL: nothing of its
+    own runs) just before its ``rename``-th rename, or after staging ``staged`` files."""
+    changes = _plan(root)
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            if rename is not None:
+                real_replace = os.replace
+                count = [0]
+
+                def replace(src, dst):
+                    if str(src).endswith(".mpsgen") and not str(dst).endswith("mpsgen-journal.json"):
+                        count[0] += 1
+                        if count[0] == rename:
+                            os._exit(9)
+                    real_replace(src, dst)
+
+                changeset_mod.os.replace = replace
+            if staged is not None:
+                real_keep = journal_mod.keep_old
+                kept = [0]
+
+                def keep(root_, entry):
+                    real_keep(root_, entry)
+                    kept[0] += 1
+                    if kept[0] == staged:
+                        os._exit(9)
+
+                changeset_mod.keep_old = keep
+            changes.apply(command="new-op heaviside")
+        finally:
+            os._exit(0)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 9, "the child was meant to die mid-apply"
+
+
+def _leftovers(root: Path) -> list[str]:
+    return [p.name for p in root.rglob("*") if ".mpsgen" in p.name]
+
+
+# (a kill before every file was staged cannot be finished: test_resume_is_refused_when_...)
+@pytest.mark.parametrize(
+    ("how", "ending"),
+    [(h, e) for h in ("rename-1", "rename-3", "rename-last", "staged-1", "staged-all") for e in ("--resume", "--abort")
+     if (h, e) != ("staged-1", "--resume")],
+)
+def test_a_killed_apply_is_found_and_recovered(trees, tmp_path: Path, how: str, ending: str):
+    import shutil
+
+    base, before, after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    n = len(_plan(root).changed)
+    assert n >= 4
+    kind, _dash, at = how.partition("-")
+    step = {"1": 1, "3": 3, "last": n, "all": n}[at]
+    _killed_at(root, **({"rename": step} if kind == "rename" else {"staged": step}))
+    written = step - 1 if kind == "rename" else 0
+    journal = Journal.find(root)
+    assert journal is not None and journal.path.parent == root / ".git"
+    assert [s.state for s in journal.states()].count("written") == written
+    assert _leftovers(root)  # the staged and kept copies are there
+
+    # the next writer refuses, naming the recovery
+    res = _mpsgen("new-op", "heaviside", "--binary", "--integer", "--dry-run", root=root)
+    assert res.returncode == 1, res.stderr
+    assert f"{written} of {n} file(s) written" in res.stderr and "mpsgen recover --resume --root" in res.stderr
+    assert "Traceback" not in res.stderr
+    # plain check reports it, on every file of the change
+    res = _mpsgen("check", root=root)
+    assert res.returncode == 1 and res.stdout.count("MPS016 error") == n, res.stdout
+    # recover lists the states, and changes nothing
+    res = _mpsgen("recover", root=root)
+    assert res.returncode == 1 and res.stdout.count("written") >= written and "not written" not in res.stdout
+    res = _mpsgen("recover", ending, root=root)
+    assert res.returncode == 0, res.stderr
+    assert _state(root) == (after if ending == "--resume" else before)
+    assert _leftovers(root) == [] and Journal.find(root) is None
+    assert _mpsgen("recover", root=root).stderr.startswith("nothing to recover")
+
+
+def test_resume_is_refused_when_the_new_content_was_not_staged(trees, tmp_path: Path):
+    import shutil
+
+    base, before, _after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    _killed_at(root, staged=1)
+    res = _mpsgen("recover", "--resume", root=root)
+    assert res.returncode == 1 and "cannot be finished" in res.stderr and "recover --abort" in res.stderr
+    assert Journal.find(root) is not None  # nothing decided: --abort still can
+    assert _mpsgen("recover", "--abort", root=root).returncode == 0
+    assert _state(root) == before and _leftovers(root) == []
+
+
+def test_a_file_changed_after_the_kill_is_left_to_the_user(trees, tmp_path: Path):
+    import shutil
+
+    base, _before, _after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    _killed_at(root, rename=2)
+    journal = Journal.find(root)
+    victim = root / journal.entries[0].path
+    victim.write_bytes(victim.read_bytes() + b"\n// someone's edit\n")
+    snapshot = _state(root)
+    for flag in ("--resume", "--abort"):
+        res = _mpsgen("recover", flag, root=root)
+        assert res.returncode == 1 and "changed since" in res.stderr and journal.entries[0].path in res.stderr
+        assert _state(root) == snapshot
+
+
+def test_a_broken_journal_is_reported_not_a_traceback(tmp_path: Path):
+    root = tmp_path / "pytorch"
+    build_practice_tree(root, real=False)
+    (root / ".git").mkdir(exist_ok=True)
+    Path(journal_path(root)).write_text(json.dumps({"mpsgen_journal": 1, "files": [{"path": "../../etc/passwd"}]}))
+    for args in (("recover", "--abort"), ("new-op", "heaviside", "--binary", "--integer")):
+        res = _mpsgen(*args, root=root)
+        assert res.returncode != 0 and "journal" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_without_a_git_folder_the_journal_sits_at_the_top(tmp_path: Path):
+    root = tmp_path / "pytorch"
+    build_practice_tree(root, real=False)
+    assert not (root / ".git").exists()
+    assert journal_path(root) == str(root / ".mpsgen-journal.json")
+    (root / ".git").write_text("gitdir: elsewhere/.git/worktrees/x\n")
+    (root / "elsewhere/.git/worktrees/x").mkdir(parents=True)
+    assert journal_path(root) == str(root / "elsewhere/.git/worktrees/x/mpsgen-journal.json")
