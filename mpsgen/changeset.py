@@ -140,8 +140,9 @@ def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int =
 
 @dataclass(frozen=True)
 class FileEdit:
-    source: SourceFile
+    source: SourceFile  # for a file the change creates: empty, and ``created`` is set
     new_text: str  # LF text; written back in the file's newline style
+    created: bool = False
 
     @property
     def relpath(self) -> str:
@@ -153,7 +154,12 @@ class FileEdit:
 
     @property
     def changed(self) -> bool:
-        return self.new_bytes != self.source.raw
+        return self.created or self.new_bytes != self.source.raw
+
+    @property
+    def old_bytes(self) -> bytes | None:
+        """The file's content before the change; None for a file the change creates."""
+        return None if self.created else self.source.raw
 
 
 @dataclass
@@ -171,9 +177,18 @@ class Changeset:
     def add(self, source: SourceFile, new_text: str) -> None:
         for i, e in enumerate(self.edits):
             if e.relpath == source.relpath:
-                self.edits[i] = FileEdit(e.source, new_text)
+                self.edits[i] = FileEdit(e.source, new_text, e.created)
                 return
         self.edits.append(FileEdit(source, new_text))
+
+    def create(self, relpath: str, text: str) -> SourceFile:
+        """Add a new file of the tree (refused at apply time if one appears there meanwhile).
+        Returns the (empty) source it is planned from, for chained edits."""
+        if self.tree.exists(relpath):
+            raise Refused(f"{relpath} exists already; mpsgen creates only new files.")
+        source = SourceFile(relpath, b"", "", "\n")
+        self.edits.append(FileEdit(source, text, created=True))
+        return source
 
     def current_text(self, source: SourceFile) -> str:
         """The text of a file with this changeset's edits so far (for chained edits)."""
@@ -197,10 +212,12 @@ class Changeset:
         for e in sorted(self.changed, key=lambda e: e.relpath):
             old = _lines(e.source.raw.decode("utf-8"))
             new = _lines(e.new_bytes.decode("utf-8"))
-            body = _unified_diff(old, new, f"a/{e.relpath}", f"b/{e.relpath}")
+            body = _unified_diff(old, new, "/dev/null" if e.created else f"a/{e.relpath}", f"b/{e.relpath}")
             if not body:
                 continue
             chunks.append(f"diff --git a/{e.relpath} b/{e.relpath}\n")
+            if e.created:
+                chunks.append("new file mode 100644\n")
             for line in body:
                 if line.startswith(("--- ", "+++ ")):
                     chunks.append(line.rstrip("\n") + "\n")
@@ -215,15 +232,24 @@ class Changeset:
         """Refuse if any file differs from the content the plan was computed from."""
         for e in self.changed:
             now = self.tree.read_fresh_bytes(e.relpath)
-            if now != e.source.raw:
+            if now != e.old_bytes:
                 raise Refused(
-                    f"{e.relpath} changed since mpsgen read it; nothing was written.",
+                    f"{e.relpath} appeared since mpsgen planned to create it; nothing was written."
+                    if e.created
+                    else f"{e.relpath} changed since mpsgen read it; nothing was written.",
                     hint="Run the command again to plan against the current content.",
                 )
 
     def check_writable(self) -> None:
         for e in self.changed:
             path = self.tree.resolve(e.relpath)
+            if e.created:
+                if not os.access(path.parent, os.W_OK):
+                    raise BadInput(
+                        f"{path.parent} is read-only: {e.relpath} cannot be created; nothing was written.",
+                        hint="Make the folder writable, or use --patch FILE to write a patch instead.",
+                    )
+                continue
             mode = path.stat().st_mode
             if not mode & stat.S_IWUSR or not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
                 raise BadInput(
@@ -254,7 +280,7 @@ class Changeset:
 
     def _apply(self, command: str) -> list[str]:
         root = self.tree.root
-        journal = Journal.plan(root, command, [(e.relpath, e.source.raw, e.new_bytes) for e in self.changed])
+        journal = Journal.plan(root, command, [(e.relpath, e.old_bytes, e.new_bytes) for e in self.changed])
         pairs = list(zip(journal.entries, self.changed))
         try:
             journal.begin()
@@ -270,8 +296,11 @@ class Changeset:
                     fh.write(e.new_bytes)
                     fh.flush()
                     os.fsync(fh.fileno())  # on disk before any rename makes it the file
-                os.chmod(root / j.new_copy, stat.S_IMODE(path.stat().st_mode))
-                keep_old(root, j)
+                if e.created:
+                    os.chmod(root / j.new_copy, _new_file_mode())
+                else:
+                    os.chmod(root / j.new_copy, stat.S_IMODE(path.stat().st_mode))
+                    keep_old(root, j)
             sync_folders(root, journal)
             self.check_unchanged()  # last look just before the renames
         except OSError as exc:
@@ -282,14 +311,21 @@ class Changeset:
             raise
         done: list[JournalEntry] = []
         try:
-            for j, _e in pairs:
-                os.replace(root / j.new_copy, root / j.path)
+            for j, e in pairs:
+                if e.created:  # a link fails on an existing name: never replaces a file that appeared
+                    os.link(root / j.new_copy, root / j.path)
+                    os.unlink(root / j.new_copy)
+                else:
+                    os.replace(root / j.new_copy, root / j.path)
                 done.append(j)
         except BaseException as exc:
             stuck = []
             for j in reversed(done):
                 try:
-                    os.replace(root / j.old_copy, root / j.path)
+                    if j.old is None:  # a file the change created
+                        os.unlink(root / j.path)
+                    else:
+                        os.replace(root / j.old_copy, root / j.path)
                 except OSError:
                     stuck.append(j.path)
             sync_folders(root, journal)
@@ -337,6 +373,12 @@ class Changeset:
             raise BadInput(f"--patch {target}: the file appeared meanwhile; nothing written.") from None
         except OSError as exc:
             raise BadInput(f"--patch {target}: cannot write ({exc.strerror}).") from None
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def sync_folders(root: Path, journal: Journal) -> None:

@@ -36,7 +36,7 @@ class JournalEntry:
     path: str  # the tree's file, relative to the root
     new_copy: str  # the staged new content, relative to the root
     old_copy: str  # a hard link (or copy) of the old content, relative to the root
-    old: str  # SHA-256 of the old content
+    old: str | None  # SHA-256 of the old content; None for a file the change creates
     new: str  # SHA-256 of the new content
 
 
@@ -60,9 +60,9 @@ class Journal:
 
     # -- while applying ----------------------------------------------------------------------
     @classmethod
-    def plan(cls, root: Path, command: str, files: list[tuple[str, bytes, bytes]]) -> Journal:
-        """The journal of writing ``files`` ((relpath, old bytes, new bytes)), with fresh
-        names for the staged and kept copies beside each file."""
+    def plan(cls, root: Path, command: str, files: list[tuple[str, bytes | None, bytes]]) -> Journal:
+        """The journal of writing ``files`` ((relpath, old bytes or None for a new file, new
+        bytes)), with fresh names for the staged and kept copies beside each file."""
         entries = []
         for rel, old, new in files:
             folder, _slash, name = rel.rpartition("/")
@@ -73,7 +73,7 @@ class Journal:
                     path=rel,
                     new_copy=f"{prefix}.{name}.{token}.mpsgen",
                     old_copy=f"{prefix}.{name}.{token}.mpsgen-old",
-                    old=sha256(old),
+                    old=None if old is None else sha256(old),
                     new=sha256(new),
                 )
             )
@@ -108,7 +108,10 @@ class Journal:
             data = json.loads(raw)
             if data.get("mpsgen_journal") != FORMAT:
                 raise ValueError("an unknown format")
-            entries = tuple(JournalEntry(**{k: str(f[k]) for k in JournalEntry.__dataclass_fields__}) for f in data["files"])
+            entries = tuple(
+                JournalEntry(**{k: None if k == "old" and f[k] is None else str(f[k]) for k in JournalEntry.__dataclass_fields__})
+                for f in data["files"]
+            )
             for e in entries:
                 for rel in (e.path, e.new_copy, e.old_copy):
                     if rel.startswith("/") or ".." in rel.split("/") or "\\" in rel or "\0" in rel:
@@ -123,13 +126,13 @@ class Journal:
     def states(self) -> list[FileState]:
         out = []
         for e in self.entries:
-            now = _digest(self.root / e.path)
+            now = _digest(self.root / e.path)  # None: no such file
             state = "written" if now == e.new else "pending" if now == e.old else "changed"
             out.append(
                 FileState(
                     e, state,
                     new_copy_ok=_digest(self.root / e.new_copy) == e.new,
-                    old_copy_ok=_digest(self.root / e.old_copy) == e.old,
+                    old_copy_ok=e.old is None or _digest(self.root / e.old_copy) == e.old,
                 )
             )
         return out
@@ -159,7 +162,10 @@ class Journal:
         done = []
         for s in states:
             if s.state == "pending":
-                os.replace(self.root / s.entry.new_copy, self.root / s.entry.path)
+                if s.entry.old is None:  # a new file: never replaces one that appeared
+                    os.link(self.root / s.entry.new_copy, self.root / s.entry.path)
+                else:
+                    os.replace(self.root / s.entry.new_copy, self.root / s.entry.path)
                 done.append(s.entry.path)
         self._sync(states)
         self.end()
@@ -179,7 +185,10 @@ class Journal:
         done = []
         for s in states:
             if s.state == "written":
-                os.replace(self.root / s.entry.old_copy, self.root / s.entry.path)
+                if s.entry.old is None:  # a file the change created
+                    os.unlink(self.root / s.entry.path)
+                else:
+                    os.replace(self.root / s.entry.old_copy, self.root / s.entry.path)
                 done.append(s.entry.path)
         self._sync(states)
         self.end()

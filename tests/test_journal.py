@@ -59,10 +59,10 @@ def trees(tmp_path_factory) -> tuple[Path, dict[str, bytes], dict[str, bytes]]:
     return base, before, after
 
 
-def _killed_at(root: Path, *, rename: int | None = None, staged: int | None = None) -> None:
+def _killed_at(root: Path, *, rename: int | None = None, staged: int | None = None, changes: Changeset | None = None) -> None:
     """Apply the change in a forked child that dies (``os._exit``, as SIGKILL: nothing of its
     own runs) just before its ``rename``-th rename, or after staging ``staged`` files."""
-    changes = _plan(root)
+    changes = changes or _plan(root)
     pid = os.fork()
     if pid == 0:  # the child
         try:
@@ -190,3 +190,49 @@ def test_without_a_git_folder_the_journal_sits_at_the_top(tmp_path: Path):
     (root / ".git").write_text("gitdir: elsewhere/.git/worktrees/x\n")
     (root / "elsewhere/.git/worktrees/x").mkdir(parents=True)
     assert journal_path(root) == str(root / "elsewhere/.git/worktrees/x/mpsgen-journal.json")
+
+
+def test_a_created_file_is_journaled_and_rolled_back(trees, tmp_path: Path):
+    import shutil
+
+    base, before, _after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    header = "aten/src/ATen/native/mps/kernels/NewThing.h"
+    changes = _plan(root)
+    changes.create(header, "#pragma once\n")
+    # killed before the last rename of an edited file: everything staged, the new file (last) not there yet
+    _killed_at(root, rename=len(changes.changed) - 1, changes=changes)
+    assert {s.entry.path: s.state for s in Journal.find(root).states()}[header] == "pending"
+    assert _mpsgen("recover", "--resume", root=root).returncode == 0
+    assert (root / header).read_text() == "#pragma once\n" and Journal.find(root) is None
+    # and rolled back: the created file goes
+    journal = Journal.plan(root, "x", [(header, None, b"#pragma once\n")])
+    journal.begin()
+    assert {s.entry.path: s.state for s in journal.states()} == {header: "written"}
+    assert _mpsgen("recover", "--abort", root=root).returncode == 0
+    assert not (root / header).exists() and _leftovers(root) == [] and Journal.find(root) is None
+    assert {k: v for k, v in _state(root).items()} != before  # (the rest of the change stays: it was finished)
+
+
+def test_a_created_file_in_a_patch_and_an_apply(trees, tmp_path: Path):
+    import shutil
+
+    base, before, after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    c = _plan(root)
+    header = "aten/src/ATen/native/mps/kernels/NewThing.h"
+    c.create(header, "#pragma once\nstruct X {};\n")
+    diff = c.diff()
+    assert f"diff --git a/{header} b/{header}\nnew file mode 100644\n--- /dev/null\n+++ b/{header}\n@@ -0,0 +1,2 @@\n" in diff
+    (tmp_path / "p.patch").write_text(diff)
+    res = subprocess.run(["git", "apply", "--check", str(tmp_path / "p.patch")], cwd=root, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    (root / header).write_text("someone else's\n")
+    with pytest.raises(Exception, match="appeared since"):
+        c.apply()
+    (root / header).unlink()
+    assert c.apply() and (root / header).read_text() == "#pragma once\nstruct X {};\n"
+    assert {k: v for k, v in _state(root).items() if k != header} == after
