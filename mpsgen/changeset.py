@@ -267,7 +267,7 @@ class Changeset:
         or a power loss in between is found, and finished or rolled back, by a later run."""
         self.check_writable()
         with _tree_writer_lock(self.tree.root):
-            refuse_interrupted(self.tree.root)
+            refuse_interrupted(self.tree.root, tidy=True)
             self.check_unchanged()
             with _signals_held() as held:
                 written = self._apply(command)

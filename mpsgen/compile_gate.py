@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpsgen.errors import Location
+from mpsgen.errors import Location, Refused
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.trial import cache_dir, install_compiler_command
 from mpsgen.trial import compiler as find_compiler
@@ -144,8 +144,14 @@ def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
     except (OSError, ValueError):
         pass
     with tempfile.TemporaryDirectory(prefix="mpsgen-gate-") as work:
-        Path(work, "metal_shim.h").write_text(shim, encoding="utf-8")
-        Path(work, "driver.cpp").write_text(source, encoding="utf-8")
+        try:
+            Path(work, "metal_shim.h").write_text(shim, encoding="utf-8")
+            Path(work, "driver.cpp").write_text(source, encoding="utf-8")
+        except OSError as exc:
+            raise Refused(
+                f"the compile gate could not write the functor's test program in {work} ({exc.strerror}); nothing written.",
+                hint="Free space or raise the file size limit where TMPDIR points, then run the command again.",
+            ) from None
         try:
             proc = subprocess.run(
                 [cxx, "-std=c++17", "-fsyntax-only", "-w", "driver.cpp"],

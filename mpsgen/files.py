@@ -14,7 +14,10 @@ def write_whole(path: str | os.PathLike, data: bytes, *, replace: bool) -> None:
     the ``OSError`` of a failed step; no temporary file is left behind."""
     path = os.fspath(path)
     folder, name = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".mpsgen", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".mpsgen", dir=folder)
+    except OSError as exc:  # (a missing or read-only folder: named by the file asked for)
+        raise OSError(exc.errno, exc.strerror, path) from None
     try:
         os.chmod(tmp, _mode_for(path))  # (mkstemp makes it private: 0600)
         with os.fdopen(fd, "wb") as fh:
@@ -26,11 +29,14 @@ def write_whole(path: str | os.PathLike, data: bytes, *, replace: bool) -> None:
         else:
             os.link(tmp, path)  # fails on an existing name: never overwrites
             os.unlink(tmp)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.filename == tmp:
+            # (the temporary file is mpsgen's business: the error names the file asked for)
+            raise OSError(exc.errno, exc.strerror, path) from None
         raise
     sync_folder(folder)
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mpsgen.errors import BadInput, Refused
-from mpsgen.files import sync_folder, write_whole
+from mpsgen.files import sync_folder
 from mpsgen.tree import journal_path
 
 FORMAT = 1
@@ -80,10 +80,18 @@ class Journal:
         return cls(root, command, tuple(entries))
 
     def begin(self) -> None:
-        """Write the journal, whole and on disk, before anything of the tree is touched."""
+        """Write the journal, whole and on disk, before anything of the tree is touched: to
+        ``<journal>.new`` (a fixed name: a kill before the rename leaves a file the next run
+        recognises and removes, the tree untouched), then renamed into place."""
         data = {"mpsgen_journal": FORMAT, "command": self.command, "files": [asdict(e) for e in self.entries]}
         path = self.path
-        write_whole(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"), replace=True)
+        new = path.with_name(path.name + ".new")
+        with open(new, "wb") as fh:
+            fh.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(new, path)
+        sync_folder(str(path.parent))
 
     def end(self) -> None:
         """The change is whole on disk (or was rolled back): drop the kept copies, then the journal."""
@@ -199,8 +207,14 @@ class Journal:
             sync_folder(folder)
 
 
-def refuse_interrupted(root: Path) -> None:
-    """Refuse to plan or write on a tree where an earlier change was cut short."""
+def refuse_interrupted(root: Path, *, tidy: bool = False) -> None:
+    """Refuse to plan or write on a tree where an earlier change was cut short. ``tidy`` (a
+    writer, holding the tree's lock): remove a journal that a kill cut short while it was
+    being written (``<journal>.new``; nothing of the tree was touched then)."""
+    if tidy:
+        stale = Path(journal_path(root) + ".new")
+        if stale.exists():
+            _unlink(stale)
     journal = Journal.find(root)
     if journal is not None:
         raise Refused(

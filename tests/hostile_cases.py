@@ -1,14 +1,23 @@
 """Hostile and unlucky inputs, as a table: each case prepares a practice tree (and files beside
-it) and gives the mpsgen arguments; the expected outcome is a one-paragraph error naming what
-is wrong, the exit code, no traceback and nothing written.
+it, in a scratch folder) and gives the mpsgen arguments; the expected outcome is the exit code,
+a message naming what is wrong, no traceback, no raw control character printed, and nothing
+written (or, for an ``applied`` case, exactly the tree of a clean apply, said so).
 
-Used by ``tests/test_hostile_table.py`` (in-process and, for a sample, as real processes) and
-by ``benchmarks/hostile_trial.py`` (every case as a process, with the closing counts).
+Each case belongs to a family: the malformed inputs of the first trial, then one family per
+finding of issue 21 (escapes from a tree or a typed path, a tree's config moving a write,
+the truth about the outcome once the tree is changed, whole side files, silent partial edits).
+The kill family (SIGKILL at random moments, then ``check`` and ``recover``) is not a table:
+:func:`kill_trial` runs it.
+
+Used by ``tests/test_hostile_table.py`` (in-process where a case can be, as real processes for
+the rest and a sample) and by ``benchmarks/hostile_trial.py`` (every case as a process, the
+kill trial, and the closing counts per family).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +35,21 @@ class Case:
     prepare: Callable[[Path, Path], list[str]]  # (tree root, scratch folder) -> mpsgen arguments
     exit_code: int
     words: tuple[str, ...]  # what the message must say (file names, lines, what to do)
+    family: str = "malformed input"
+    # "untouched": no file of the tree or of the scratch folder changes; "applied": the tree is
+    # exactly a clean apply's (REFERENCE_ARGS), and nothing says "nothing written"
+    outcome: str = "untouched"
+    never: tuple[str, ...] = ()  # what the output must not say
+    stdout: str = "pipe"  # "pipe" (read), "full" (/dev/full) or "closed"
+    stderr: str = "pipe"
+    fsize: int | None = None  # RLIMIT_FSIZE of the process, in bytes
+    cwd: str = ""  # the working folder, under the scratch folder
+    paragraph: bool = True  # a refusal is one paragraph (False: check's list of findings)
+
+    @property
+    def needs_process(self) -> bool:
+        """Redirected streams and resource limits cannot be had in-process."""
+        return self.stdout != "pipe" or self.stderr != "pipe" or self.fsize is not None
 
 
 def _args(*args: str) -> Callable[[Path, Path], list[str]]:
@@ -171,16 +195,268 @@ CASES: list[Case] = [
 ]
 
 
+# -- issue 21's families --------------------------------------------------------------------
+# an ESC sequence that sets a terminal's title, and a BEL: printed raw they act on the terminal
+ESC = "\x1b]0;pwned\x07"
+SHOWN = "\\x1b]0;pwned\\x07"  # as mpsgen must print it
+NEW_OP_PR = (*NEW_OP, "--pr-description")
+REFERENCE_ARGS = NEW_OP  # the clean apply an "applied" case's tree must equal
+
+
+def _replace_once(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    if old not in text:  # the practice tree changed: the case must be rewritten, not pass emptily
+        raise AssertionError(f"{path}: no {old!r} to replace")
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _check(*args: str) -> Callable[[Path, Path], list[str]]:
+    return lambda root, tmp: ["check", "--root", str(root), *args]
+
+
+def _then(setup: Callable[[Path, Path], None], args: Callable[[Path, Path], list[str]]) -> Callable[[Path, Path], list[str]]:
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        setup(root, tmp)
+        return args(root, tmp)
+
+    return prepare
+
+
+def _kernel_name(root: Path, tmp: Path) -> None:
+    _replace_once(root / BINARY_MM, 'exec_binary_kernel(iter, "fmin")', f'exec_binary_kernel(iter, "fm{ESC}in")')
+
+
+def _mm_file_name(root: Path, tmp: Path) -> None:
+    (root / OPERATIONS_DIR / "Odd\x1b[2J.mm").write_text(
+        'static void odd_kernel(TensorIteratorBase& iter) {\n  lib.exec_unary_kernel(iter, "no_such_kernel");\n}\n'
+    )
+
+
+def _register_argument(root: Path, tmp: Path) -> None:
+    metal = root / BINARY_METAL
+    metal.write_text(metal.read_text() + f"\nREGISTER_BINARY_OP(fm{ESC}in, float, float);\n")
+
+
+def _list_entry(fmt: str) -> Callable[[Path, Path], list[str]]:
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        listing = tmp / "paths.txt"
+        listing.write_text(f"{root / OPERATIONS_DIR}/No{ESC}.mm\n")
+        return ["check", f"@{listing}", "--format", fmt, "--root", str(root)]
+
+    return prepare
+
+
+def _spec_files_metal(root: Path, tmp: Path) -> list[str]:
+    spec = tmp / "heaviside.yaml"
+    # YAML's own escapes (\e, \a): the spec's bytes are clean, the value is not
+    spec.write_text(f'name: heaviside\nkind: binary\nexpr: a + b\nfiles: {{metal: "{KERNELS_DIR}/B\\e]0;pwned\\a.metal"}}\n')
+    return ["new-op", "heaviside", "--spec", str(spec), "--dry-run", "--root", str(root)]
+
+
+def _typed(*args: str) -> Callable[[Path, Path], list[str]]:
+    """Arguments where ``{bad}`` is a path holding ESC and BEL (in the scratch folder, missing)
+    and ``{root}`` the tree."""
+
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        bad = str(tmp / f"no{ESC}where")
+        return [a.format(bad=bad, root=root) for a in args]
+
+    return prepare
+
+
+def _escapes() -> list[Case]:
+    fam = "escapes"
+    out = []
+    for fmt in ("text", "github"):
+        finding = "::error file=" if fmt == "github" else "error:"
+        out += [
+            Case(f"ESC in a .mm kernel name, check {fmt}", _then(_kernel_name, _check("--format", fmt)), 1, ("MPS003", finding, SHOWN), fam, paragraph=False),
+            Case(f"ESC in a .mm file name, check {fmt}", _then(_mm_file_name, _check("--format", fmt)), 1, ("Odd\\x1b[2J.mm", finding), fam, paragraph=False),
+            Case(f"ESC in a REGISTER_* argument, check {fmt}", _then(_register_argument, _check("--format", fmt)), 1, ("MPS004", finding, SHOWN), fam, paragraph=False),
+            Case(f"ESC in a check @list entry, check {fmt}", _list_entry(fmt), 2, (SHOWN, "no such file"), fam),
+        ]
+    out += [
+        Case("ESC in a spec's files.metal", _spec_files_metal, 2, ("B" + SHOWN + ".metal", "does not exist"), fam),
+        Case("ESC in --root", _typed(*NEW_OP, "--root", "{bad}"), 2, ("--root", SHOWN, "no such directory"), fam),
+        Case("ESC in check --root", _typed("check", "--root", "{bad}"), 2, (SHOWN,), fam),
+        Case("ESC in --spec", _typed("new-op", "heaviside", "--spec", "{bad}", "--root", "{root}"), 2, (SHOWN, "not found"), fam),
+        Case("ESC in --patch", _typed(*NEW_OP, "--patch", "{bad}/x.patch", "--root", "{root}"), 2, ("--patch", SHOWN), fam),
+        Case("ESC in --functor-file", _typed(*NEW_OP, "--functor-file", "{bad}", "--root", "{root}"), 2, ("--functor-file", SHOWN), fam),
+        Case("ESC in check PATH", _typed("check", "{bad}", "--root", "{root}"), 2, (SHOWN,), fam),
+        Case("ESC in check --baseline", _typed("check", "--baseline", "{bad}/b.json", "--root", "{root}"), 2, (SHOWN,), fam),
+        Case("ESC in demo --op", _typed("demo", "--op", f"x{ESC}"), 2, ("--op", SHOWN), fam),
+        Case("ESC in try OP", _typed("try", f"x{ESC}"), 2, (SHOWN,), fam),
+        Case("ESC in try PATH", _typed("try", "{bad}"), 2, (SHOWN,), fam),
+        Case("ESC in spec validate PATH", _typed("spec", "validate", "{bad}"), 2, (SHOWN,), fam),
+        Case("ESC in explain OP", _typed("explain", f"x{ESC}", "--root", "{root}"), 2, ("pwned", "not a C identifier"), fam),
+    ]
+    return out
+
+
+def _config(where: str, value: str) -> Callable[[Path, Path], list[str]]:
+    """A tree whose config names a baseline outside it (folders made, so that a write would
+    succeed if mpsgen tried one)."""
+
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        (tmp / "elsewhere").mkdir(exist_ok=True)
+        (tmp / "outside").mkdir(exist_ok=True)
+        (root / "link-out").symlink_to(tmp / "outside", target_is_directory=True)
+        line = f'baseline = "{value.format(tmp=tmp)}"\n'
+        if where == ".mpsgen.toml":
+            (root / where).write_text('select = ["MPS"]\n' + line)
+        else:
+            (root / where).write_text('[project]\nname = "torch"\n\n[tool.mpsgen]\n' + line)
+        return ["check", "--root", str(root)]
+
+    return prepare
+
+
+def _configs() -> list[Case]:
+    out = []
+    for where, line in ((".mpsgen.toml", 2), ("pyproject.toml", 5)):
+        for value in ("{tmp}/elsewhere/x.json", "../outside/x.json", "link-out/x.json"):
+            shown = "absolute" if value.startswith("{tmp}") else value
+            out.append(Case(f"{where} baseline = {shown}", _config(where, value), 2, (f"{where}:{line}", "leads outside the tree"), "config"))
+    return out
+
+
+_READ_ONLY: list[Path] = []
+
+
+class Unavailable(Exception):
+    """The system cannot give what the case needs (e.g. a folder root cannot write in)."""
+
+
+def _read_only_cwd(root: Path, tmp: Path) -> list[str]:
+    folder = tmp / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    _READ_ONLY.append(folder)
+    if os.geteuid() == 0:  # root writes through modes: the immutable attribute stops it
+        subprocess.run(["chattr", "+i", str(folder)], capture_output=True)
+    try:
+        (folder / ".probe").touch()
+    except OSError:
+        return [*NEW_OP, "--with-test", "--root", str(root)]
+    (folder / ".probe").unlink()
+    raise Unavailable("no folder this user cannot write in (chattr +i refused)")
+
+
+def undo(root: Path, tmp: Path) -> None:
+    """Undo what a case made that ``shutil.rmtree`` cannot remove (deep folders, read-only ones)."""
+    undo_deep_folders(root)
+    while _READ_ONLY:
+        folder = _READ_ONLY.pop()
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+        folder.chmod(0o755)
+
+
+def _outcomes() -> list[Case]:
+    fam, applied = "outcome", "the change is applied"
+    return [
+        Case("--pr-description, stdout on /dev/full", _args(*NEW_OP_PR), 3, (applied, "printing the PR description failed", "No space left"), fam, "applied", stdout="full"),
+        Case("--pr-description, stdout closed", _args(*NEW_OP_PR), 3, (applied, "standard output is closed"), fam, "applied", stdout="closed"),
+        Case("--pr-description, stderr on /dev/full", _args(*NEW_OP_PR), 3, (), fam, "applied", stderr="full"),
+        Case("--pr-description, stderr closed", _args(*NEW_OP_PR), 3, (), fam, "applied", stderr="closed"),
+        Case("--with-test into a read-only folder", _read_only_cwd, 3, (applied, "test_heaviside_shader.py"), fam, "applied", cwd="ro"),
+    ]
+
+
+def _side_files() -> list[Case]:
+    # new-op's compile gate writes a 14 KB shim to a scratch folder unless its answer for the
+    # functor is cached: the reference apply (same functor) caches it, so the --patch case
+    # reaches the patch; coverage's many functors may not all be cached, and a gate that cannot
+    # write fails first, with a message naming no file (the words allow both)
+    fam, too_large = "side files", "File too large"
+    return [
+        Case(
+            "--patch NEW under a 1 KB RLIMIT_FSIZE", lambda root, tmp: [*NEW_OP, "--patch", str(tmp / "new.patch"), "--root", str(root)],
+            2, ("--patch", too_large), fam, fsize=1024,
+        ),
+        Case(
+            "check --baseline NEW under a 100-byte RLIMIT_FSIZE", lambda root, tmp: ["check", "--baseline", str(tmp / "new.json"), "--root", str(root)],
+            2, (too_large, "nothing written"), fam, fsize=100,
+        ),
+        Case(
+            "coverage -o NEW under a 1 KB RLIMIT_FSIZE", lambda root, tmp: ["coverage", "-o", str(tmp / "cov.json"), "--root", str(root)],
+            2, (too_large, "nothing written"), fam, fsize=1024,
+        ),
+    ]
+
+
+def _xfail_form(form: str) -> Callable[[Path, Path], list[str]]:
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        anchor = "        UNIMPLEMENTED_XFAILLIST_SPARSE"
+        _replace_once(root / COMMON_MPS, anchor, form + anchor)
+        return [*NEW_OP, "--root", str(root)]
+
+    return prepare
+
+
+def _duplicated_func(root: Path, tmp: Path) -> list[str]:
+    path = root / NATIVE_FUNCTIONS
+    text = path.read_text()
+    start = text.index("- func: heaviside.out(")
+    end = text.index("\n\n", start) + 2
+    path.write_text(text[:end] + text[start:end] + text[end:])
+    return [*NEW_OP, "--root", str(root)]
+
+
+def _repeated_key(root: Path, tmp: Path) -> list[str]:
+    import re
+
+    path = root / NATIVE_FUNCTIONS
+    text, n = re.subn(r"^(    [A-Za-z0-9_, ]*\bCPU\b[A-Za-z0-9_, ]*): heaviside_out$", r"\1, MPS, MPS: heaviside_out", path.read_text(), count=1, flags=re.M)
+    assert n == 1
+    path.write_text(text)
+    return ["check", "--root", str(root)]
+
+
+def _kernel_file(text: str) -> Callable[[Path, Path], list[str]]:
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        (root / BINARY_METAL).write_text(text)
+        return [*NEW_OP, "--root", str(root)]
+
+    return prepare
+
+
+def _partial_edits() -> list[Case]:
+    fam, not_edited = "partial edits", "in a form mpsgen does not edit"
+    twice = ("MPS, MPS",)
+    spec = (
+        'name: heaviside\nkind: binary\ndtypes: [integer]\nexpr: "a == 0 ? b : static_cast<decltype(a)>(a > 0)"\n'
+        "rows: [heaviside.out, heaviside.out]\n"
+    )
+    return [
+        Case(
+            "xfail by subscript assignment", _xfail_form('        UNIMPLEMENTED_XFAILLIST["heaviside"] = None\n'),
+            1, (f"{COMMON_MPS}:", '`UNIMPLEMENTED_XFAILLIST["heaviside"] = None`', not_edited), fam,
+        ),
+        Case(
+            "xfail in a dict() grown by .update",
+            _xfail_form('        EXTRA = dict()\n        EXTRA.update({"heaviside": None})\n        UNIMPLEMENTED_XFAILLIST.update(EXTRA)\n'),
+            1, (f"{COMMON_MPS}:", '`EXTRA.update({"heaviside": None})`', not_edited), fam,
+        ),
+        Case("xfail as dict(heaviside=None) in .update", _xfail_form("        UNIMPLEMENTED_XFAILLIST.update(dict(heaviside=None))\n"), 1, (f"{COMMON_MPS}:", not_edited), fam),
+        Case("--row named twice", _args(*NEW_OP, "--row", "heaviside.out", "--row", "heaviside.out", "--dry-run"), 0, ("MPS: heaviside_out", "dry run"), fam, never=twice),
+        Case("spec naming a row twice", _spec(spec, "--dry-run"), 0, ("MPS: heaviside_out", "dry run"), fam, never=twice),
+        Case("empty BinaryKernel.metal", _kernel_file(""), 1, ("BinaryKernel.metal has no", "#include"), fam),
+        Case("BinaryKernel.metal without anchors", _kernel_file("// kernels go here\nconstant int unused = 0;\n"), 1, ("BinaryKernel.metal has no", "#include"), fam),
+        Case("duplicated - func: heaviside.out", _duplicated_func, 2, ("native_functions.yaml:", "`- func: heaviside.out` is there twice", "lines "), fam),
+        Case("dispatch line naming MPS twice, check", _repeated_key, 1, ("MPS015",), fam, paragraph=False),
+    ]
+
+
+CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits()
+FAMILIES = tuple(dict.fromkeys(c.family for c in CASES)) + ("kill",)
+
+
 def tree_state(root: Path) -> dict[str, bytes]:
     """Every file of the tree (bounded walk: a case may nest folders absurdly deep)."""
     from mpsgen.tree.walk import walk_files
 
     return {rel: Path(e.path).read_bytes() for rel, e in walk_files(str(root), "", None) if ".git" not in rel.split("/")}
-
-
-def leftovers(root: Path) -> list[str]:
-    """Temporary files mpsgen stages beside a target (``.<name>.*.mpsgen``)."""
-    return sorted(rel for rel in tree_state(root) if rel.endswith(".mpsgen"))
 
 
 def undo_deep_folders(root: Path) -> None:
@@ -194,3 +470,277 @@ def undo_deep_folders(root: Path) -> None:
             os.rename(base / "d.next", base / "d")
         else:
             os.rmdir(base / "d")
+
+
+# -- running and judging a case -------------------------------------------------------------
+RAW_CONTROLS = frozenset([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])  # newline and tab are text
+ENV = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS")}
+# counts that must stay 0 (the others say how the tries ended)
+MUST_BE_ZERO = (
+    "wrong exit or message", "tracebacks", "unintended writes", "temp files left", "half-applied",
+    "raw control characters printed", "half states unreported", "half-applied after recovery",
+)
+
+
+def raw_controls(data: bytes) -> int:
+    """Bytes a terminal would act on: below 0x20 but newline and tab, and DEL."""
+    return sum(b in RAW_CONTROLS for b in data)
+
+
+def is_temp(rel: str) -> bool:
+    """mpsgen's staged, kept and journal files (``.<name>.*.mpsgen``, ``*.mpsgen-old``, the journal)."""
+    name = rel.rsplit("/", 1)[-1]
+    return name.endswith((".mpsgen", ".mpsgen-old", "mpsgen-journal.json"))
+
+
+def scratch_state(tmp: Path, root: Path) -> dict[str, bytes]:
+    """Every file of the scratch folder outside the tree: where a write that escapes the tree lands."""
+    out: dict[str, bytes] = {}
+    for folder, dirs, files in os.walk(tmp):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) != str(root)]
+        for f in files:
+            path = os.path.join(folder, f)
+            try:
+                out[os.path.relpath(path, tmp)] = Path(path).read_bytes()
+            except OSError:
+                out[os.path.relpath(path, tmp)] = b"<unreadable>"
+    return out
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: bytes  # what could be read of stdout and stderr (nothing of a full or closed one)
+    err: bytes
+
+    @property
+    def text(self) -> str:
+        return (self.out + self.err).decode("utf-8", "replace")
+
+
+def run_process(case: Case, args: list[str], tmp: Path, timeout: float = 300) -> Ran:
+    """``python -m mpsgen ARGS`` with the case's streams, limit and working folder."""
+    import resource
+    import sys
+
+    def preexec() -> None:
+        if case.fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
+        if case.stdout == "closed":
+            os.close(1)
+        if case.stderr == "closed":
+            os.close(2)
+
+    with open(os.devnull, "wb") as null, open("/dev/full", "wb") as full:
+        pick = {"pipe": subprocess.PIPE, "full": full, "closed": null}
+        proc = subprocess.run(
+            [sys.executable, "-m", "mpsgen", *args], stdout=pick[case.stdout], stderr=pick[case.stderr],
+            stdin=subprocess.DEVNULL, cwd=tmp / case.cwd, env=ENV, preexec_fn=preexec, timeout=timeout,
+        )
+    return Ran(proc.returncode, proc.stdout or b"", proc.stderr or b"")
+
+
+def judge(
+    case: Case, ran: Ran, *, before: dict[str, bytes], after: dict[str, bytes], reference: dict[str, bytes] | None,
+    scratch_before: dict[str, bytes], scratch_after: dict[str, bytes],
+) -> tuple[dict[str, int], list[str]]:
+    """The counts one try adds, and what went wrong (empty: as expected)."""
+    counts = dict.fromkeys(("tries",), 1)
+    problems: list[str] = []
+
+    def count(key: str, why: str) -> None:
+        counts[key] = counts.get(key, 0) + 1
+        problems.append(why)
+
+    text = ran.text
+    if "Traceback" in text:
+        count("tracebacks", "a traceback")
+    raw = raw_controls(ran.out + ran.err)
+    if raw:
+        counts["raw control characters printed"] = raw
+        problems.append(f"{raw} raw control character(s) printed")
+    wrong = []
+    if ran.code != case.exit_code:
+        wrong.append(f"exit {ran.code}, not {case.exit_code}")
+    wrong += [f"does not say {w!r}" for w in case.words if w not in text]
+    never = case.never + (("nothing written", "nothing was written") if case.outcome == "applied" else ())
+    wrong += [f"says {w!r}" for w in never if w in text]
+    visible = case.stdout == "pipe" and case.stderr == "pipe"
+    if case.exit_code and case.paragraph and case.outcome == "untouched" and visible and len(text.strip().splitlines()) > 3:
+        wrong.append("not one paragraph")
+    if wrong:
+        count("wrong exit or message", "; ".join(wrong))
+    temps = [k for k in after if is_temp(k)] + [k for k in scratch_after if is_temp(k)]
+    if temps:
+        count("temp files left", f"temporary files left: {temps}")
+    now = {k: v for k, v in after.items() if not is_temp(k)}
+    if case.outcome == "applied":
+        if now != reference:
+            if now == before:
+                count("wrong exit or message", "said applied, but the tree is untouched")
+            else:
+                count("half-applied", f"the tree is neither untouched nor the clean apply's: {_changed(reference or {}, now)}")
+    else:
+        changed = _changed(before, after)
+        if changed:
+            count("unintended writes", f"tree files changed: {changed}")
+            if ran.code:  # a refused run that changed some of the files it would edit
+                counts["half-applied"] = counts.get("half-applied", 0) + 1
+    outside = _changed(scratch_before, scratch_after)
+    if outside:
+        count("unintended writes", f"files written outside the tree: {outside}")
+    if not problems:
+        key = "applied and said so" if case.outcome == "applied" else "clean errors" if case.exit_code else "expected successes"
+        counts[key] = 1
+    return counts, problems
+
+
+def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
+    return sorted({k for k in after if before.get(k) != after[k]} | {k for k in before if k not in after})
+
+
+# -- the kill family --------------------------------------------------------------------------
+def reference_apply(base: Path, work: Path) -> tuple[dict[str, bytes], float]:
+    """The tree after a clean ``new-op heaviside --binary --integer`` (as a process), and how
+    long that run took."""
+    import shutil
+    import sys
+    import time
+
+    root = work / "reference" / "pytorch"
+    shutil.copytree(base, root)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpsgen", *REFERENCE_ARGS, "--root", str(root)], capture_output=True, text=True,
+        stdin=subprocess.DEVNULL, env=ENV, timeout=300,
+    )
+    seconds = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    state = tree_state(root)
+    shutil.rmtree(root.parent)
+    return state, seconds
+
+
+KILL_COUNTS = (
+    "tries", "half states seen", "killed while staging", "killed mid-renames", "killed after the renames", "half states reported",
+    "half states unreported", "recovered with --resume", "recovered with --abort",
+    "recover --resume refused, the other asked", "recover --abort refused, the other asked",
+    "ended untouched", "ended applied", "half-applied after recovery", "temp files left", "tracebacks",
+    "raw control characters printed",
+)
+
+
+def kill_trial(base: Path, work: Path, *, runs: int, seed: int, reference: dict[str, bytes], runtime: float) -> tuple[dict[str, int], list[str]]:
+    """SIGKILL ``mpsgen new-op`` on a fresh copy of ``base``, ``runs`` times, in turn: a moment
+    (0-12 ms: the journal lives ~10 ms) after its journal appears; as soon as its first rename
+    replaces a file (the renames take well under a millisecond: most such kills land after the
+    last one, before the journal is removed); at a random moment of its run. A journal left is
+    a half state: plain ``check`` must report it (MPS016) and the next new-op refuse naming the
+    recovery; ``recover --resume`` / ``--abort`` (taking turns after each kind of kill; the
+    other when the first cannot: nothing staged to finish with) must end with the fully
+    applied / untouched tree, no temporary file and no journal. Without a journal the tree
+    must be untouched or fully applied already."""
+    import random
+    import shutil
+    import signal
+    import sys
+    import time
+
+    from mpsgen.journal import Journal
+    from mpsgen.tree import journal_path
+
+    rng = random.Random(seed)
+    before = tree_state(base)
+    targets = _changed(before, reference)
+    counts = dict.fromkeys(KILL_COUNTS, 0)
+    failures: list[str] = []
+
+    def mpsgen(root: Path, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, stdin=subprocess.DEVNULL,
+            cwd=root.parent, env=ENV, timeout=300,
+        )
+        seen(proc.stdout + proc.stderr)
+        return proc
+
+    def seen(data: bytes) -> None:
+        counts["raw control characters printed"] += raw_controls(data)
+        counts["tracebacks"] += b"Traceback" in data
+
+    for i in range(runs):
+        folder = work / f"kill{i}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        root = folder / "pytorch"
+        shutil.copytree(base, root)
+        journal = Path(journal_path(root))
+        with open(folder / "killed.stderr", "w+b") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "mpsgen", *REFERENCE_ARGS, "--root", str(root)],
+                stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL, cwd=folder, env=ENV,
+            )
+            deadline = time.monotonic() + 300
+            if i % 3 == 0:  # while staging or renaming: once its journal is on disk
+                while proc.poll() is None and not journal.exists() and time.monotonic() < deadline:
+                    time.sleep(0.0002)
+                time.sleep(rng.uniform(0, 0.012))
+            elif i % 3 == 1:  # among the renames: once a file of the change is replaced
+                inodes = {rel: os.stat(root / rel).st_ino for rel in targets}
+                while proc.poll() is None and time.monotonic() < deadline and all(
+                    _inode(root / rel) == ino for rel, ino in inodes.items()
+                ):
+                    time.sleep(0.0002)
+            else:
+                time.sleep(rng.uniform(0, runtime * 1.1))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=300)
+            log.seek(0)
+            seen(log.read())
+        counts["tries"] += 1
+        what = f"kill {i}"
+        ending = None
+        if journal.exists():
+            counts["half states seen"] += 1
+            written = [s.state for s in Journal.find(root).states()].count("written")
+            counts[
+                "killed while staging" if not written else "killed after the renames" if written == len(targets) else "killed mid-renames"
+            ] += 1
+            check = mpsgen(root, "check")
+            again = mpsgen(root, *REFERENCE_ARGS, "--dry-run")
+            if check.returncode == 1 and b"MPS016" in check.stdout and again.returncode == 1 and b"mpsgen recover" in again.stderr:
+                counts["half states reported"] += 1
+            else:
+                counts["half states unreported"] += 1
+                failures.append(f"{what}: check exit {check.returncode}, new-op exit {again.returncode}: {again.stderr[-300:]!r}")
+            ending = "--resume" if (i // 3) % 2 == 0 else "--abort"  # each way after each kind of kill
+            rec = mpsgen(root, "recover", ending)
+            if rec.returncode != 0 and (b"cannot be finished" in rec.stderr or b"cannot be rolled back" in rec.stderr):
+                counts[f"recover {ending} refused, the other asked"] += 1
+                ending = "--abort" if ending == "--resume" else "--resume"
+                rec = mpsgen(root, "recover", ending)
+            if rec.returncode == 0:
+                counts[f"recovered with {ending}"] += 1
+            else:
+                failures.append(f"{what}: recover {ending} exit {rec.returncode}: {rec.stderr[-300:]!r}")
+        state = tree_state(root)
+        temps = [k for k in state if is_temp(k)] + ([str(journal)] if journal.exists() else [])
+        if temps:
+            counts["temp files left"] += 1
+            failures.append(f"{what}: temporary files left: {temps}")
+        now = {k: v for k, v in state.items() if not is_temp(k)}
+        wanted = {None: (before, reference), "--resume": (reference,), "--abort": (before,)}[ending]
+        if any(now == w for w in wanted):
+            counts["ended untouched" if now == before else "ended applied"] += 1
+        else:
+            counts["half-applied after recovery"] += 1
+            failures.append(f"{what}: after {ending or 'the kill'}, changed: {_changed(before, now)}; not as applied: {_changed(reference, now)}")
+        shutil.rmtree(folder, ignore_errors=True)
+    return counts, failures
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

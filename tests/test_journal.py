@@ -236,3 +236,18 @@ def test_a_created_file_in_a_patch_and_an_apply(trees, tmp_path: Path):
     (root / header).unlink()
     assert c.apply() and (root / header).read_text() == "#pragma once\nstruct X {};\n"
     assert {k: v for k, v in _state(root).items() if k != header} == after
+
+
+def test_a_journal_cut_short_while_written_is_tidied_by_the_next_writer(trees, tmp_path: Path):
+    import shutil
+
+    base, _before, after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    stale = Path(journal_path(root) + ".new")
+    stale.write_text('{"mpsgen_journal": 1, "files": [')  # killed mid-write: the tree was not touched
+    assert _mpsgen("check", root=root).returncode in (0, 1) and "MPS016" not in _mpsgen("check", root=root).stdout
+    assert _mpsgen("new-op", "heaviside", "--binary", "--integer", "--dry-run", root=root).returncode == 0
+    assert stale.exists()  # a dry run writes nothing, not even this
+    _plan(root).apply(command="new-op heaviside")
+    assert not stale.exists() and _state(root) == after and _leftovers(root) == []
