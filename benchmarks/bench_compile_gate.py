@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.timing import median_ms, real_practice_tree, time_it, time_process  # noqa: E402
+from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it  # noqa: E402
 from mpsgen.compile_gate import find_compiler, gate_spec  # noqa: E402
 from mpsgen.resources import resource_dir  # noqa: E402
 from mpsgen.spec import load_spec  # noqa: E402
@@ -48,18 +48,15 @@ def main() -> None:
             print(f"gate {name:<16} first compile: median {statistics.median(cold) * 1000:6.0f} ms   cached: median {statistics.median(warm) * 1000:6.2f} ms")
         print(f"first compile, worst median: {worst_cold * 1000:.0f} ms  target <= 1000 ms: {'ok' if worst_cold <= 1.0 else 'MISSED'}")
 
-        with real_practice_tree() as root:
-            cmd = [sys.executable, "-m", "mpsgen", "new-op", "heaviside", "--binary", "--integer",
-                   "--expr", "a == T(0) ? b : static_cast<T>(a > T(0))", "--dry-run", "--root", str(root)]
-            cold = []
-            for i in range(opts.repeat):
-                cold += time_process(cmd, 1, env={**os.environ, "XDG_CACHE_HOME": f"{cache}/cli-cold{i}"})
-            warm = time_process(cmd, opts.repeat, env={**os.environ, "XDG_CACHE_HOME": f"{cache}/cli-cold0"})
+        with real_practice_tree() as root, installed_cli() as run:
+            args = ["new-op", "heaviside", "--binary", "--integer",
+                    "--expr", "a == T(0) ? b : static_cast<T>(a > T(0))", "--dry-run", "--root", root]
+            cold = run(args, opts.repeat, warm=False)
+            warm = run(args, opts.repeat)
             print(f"`mpsgen new-op heaviside ... --dry-run` whole process, gate cold: {median_ms(cold)}")
             print(f"`mpsgen new-op heaviside ... --dry-run` whole process, gate warm: {median_ms(warm)}")
             added = statistics.median(cold) - statistics.median(warm)
             print(f"the first compile adds {added * 1000:.0f} ms to the whole process  target <= 1000 ms: {'ok' if added <= 1.0 else 'MISSED'}")
-
 
 if __name__ == "__main__":
     main()

@@ -42,6 +42,59 @@ def median_ms(samples: list[float]) -> str:
     return f"median {statistics.median(samples) * 1000:.0f} ms (n={len(samples)})"
 
 
+# Issue 25's whole-process medians before its work (commit 36a85ad), measured with the same
+# harness (:func:`installed_cli`, the shipped specs' functors in a warm compile cache) on
+# this 2-core machine, on a practice tree of torch 2.13's real files: the figures each
+# benchmark prints its own beside.
+BEFORE_MS = {
+    "new-op heaviside --dry-run": 702,
+    "migrate-from-mpsgraph acosh --dry-run": 701,
+    "explain heaviside": 722,
+    "explain acosh": 735,
+    "coverage": 1412,
+    "spec validate": 233,
+    "doctor": 299,
+    "try heaviside, cached build": 2570,
+}
+
+
+def verdict(label: str, samples: list[float], target_ms: float, in_process: list[float] | None = None) -> bool:
+    """Print ``label``'s whole-process median with its target, ok/MISSED, the in-process
+    median when given and the figure before issue 25 (:data:`BEFORE_MS`); True when met."""
+    median = statistics.median(samples) * 1000
+    met = median <= target_ms
+    line = f"{label:<40} whole process {median:5.0f} ms (n={len(samples)})  target <= {target_ms:.0f} ms: {'ok' if met else 'MISSED'}"
+    if in_process:
+        line += f"   in-process {statistics.median(in_process) * 1000:.0f} ms"
+    if label in BEFORE_MS:
+        line += f"   before: {BEFORE_MS[label]} ms"
+    print(line, flush=True)
+    return met
+
+
+@contextlib.contextmanager
+def installed_cli() -> Iterator[Callable[..., list[float]]]:
+    """``run(args, repeat, ok=(0,), warm=True)``: wall-clock seconds of ``python -m mpsgen
+    ARGS`` as a user's ``pip install`` runs it (:func:`compiled_install`: bytecode compiled;
+    this interpreter, whose venv holds mpsgen's dependencies). Warm: a cache folder of its own,
+    warmed by one unmeasured run first (the functor compile cache, try's builds, the page
+    cache); cold: an empty cache folder for every sample."""
+    import os
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = compiled_install(Path(tmp) / "install")
+        env["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+
+        def run(args: list[str], repeat: int, ok: tuple[int, ...] = (0,), warm: bool = True) -> list[float]:
+            cmd = [sys.executable, "-m", "mpsgen", *map(str, args)]
+            if not warm:
+                return [time_process(cmd, 1, ok, {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=tmp)})[0] for _ in range(repeat)]
+            time_process(cmd, 1, ok, env)
+            return time_process(cmd, repeat, ok, env)
+
+        yield run
+
+
 @contextlib.contextmanager
 def real_practice_tree() -> Iterator[Path]:
     """A practice tree holding the real torch 2.13 files, in a temporary folder."""

@@ -20,6 +20,7 @@ from mpsgen.changeset import Changeset
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.aoti import C_SHIM_MPS, FALLBACK_OPS, REGENERATE, TAGS_YAML, YamlEntries, fallback_key, read_fallback_ops
 from mpsgen.tree.native_rows import scan_rows
+from mpsgen.tree.source import text_lines
 
 TIMEOUT = 300  # seconds torchgen may take (it takes ~1 s)
 
@@ -78,8 +79,20 @@ def affected_fallback_ops(tree: PytorchTree, old_yaml: str, new_yaml: str) -> li
 def _changed_entries(old: str, new: str) -> tuple[str, str]:
     """The whole entries, in each text, from the first line that differs to the last (the
     rest of the ~14k lines is the same: it need not be scanned)."""
-    a, b = old.split("\n"), new.split("\n")
-    head, limit = 0, min(len(a), len(b))
+    same_head, same_tail = _common_prefix(old, new), _common_suffix(old, new)
+    if max(same_head, same_tail) < min(len(old), len(new)) and same_head + same_tail <= min(len(old), len(new)):
+        # The equal lines are those the equal characters hold whole, with their line breaks
+        # (neither text starts or ends the other, so the line after them, or before, differs;
+        # the equal head and tail do not overlap): found at C speed, from offsets, without
+        # splitting either text into lines.
+        tail = old.count("\n", len(old) - same_tail)
+        at = old.rfind("\n", 0, same_head) + 1  # the first line that differs
+        if not old.startswith("- func:", at):  # back to its entry's `- func:` (or the top)
+            at = old.rfind("\n- func:", 0, at) + 1
+        return _through(old, at, len(old) - same_tail, tail), _through(new, at, len(new) - same_tail, tail)
+    a, b = text_lines(old), text_lines(new)
+    limit = min(len(a), len(b))
+    head = 0
     while head < limit and a[head] == b[head]:
         head += 1
     tail = 0
@@ -95,6 +108,43 @@ def _changed_entries(old: str, new: str) -> tuple[str, str]:
         return "\n".join(lines[start:end])
 
     return through(a, len(a) - tail), through(b, len(b) - tail)
+
+
+def _through(text: str, at: int, same_from: int, tail: int) -> str:
+    """``text`` from offset ``at`` to the end of the entry holding the last line that differs:
+    the equal lines at the end are the ``tail`` lines after the first line break at or after
+    ``same_from``."""
+    if not tail:
+        return text[at:]
+    end = text.find("\n", same_from) + 1  # the first of the equal lines at the end
+    if not text.startswith("- func:", end):
+        end = text.find("\n- func:", end) + 1  # on to the next entry (0: there is none)
+    return text[at : end - 1] if end else text[at:]
+
+
+def _common_prefix(x: str, y: str) -> int:
+    """How many characters ``x`` and ``y`` share at their start (a binary search of C-speed
+    comparisons, not a step per character)."""
+    lo, hi = 0, min(len(x), len(y))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if x.startswith(y[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(x: str, y: str) -> int:
+    """How many characters ``x`` and ``y`` share at their end."""
+    lo, hi = 0, min(len(x), len(y))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if x.endswith(y[len(y) - mid : len(y) - lo], 0, len(x) - lo):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def generate_header(tree: PytorchTree, yaml_text: str) -> tuple[str | None, str]:

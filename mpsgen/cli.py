@@ -473,37 +473,65 @@ def demo(
                 )
             root = keep or Path(tmp) / "pytorch"
             root, real = build_practice_tree(root)
+            where = str(root) if keep is not None else "a temporary folder (removed when the demo ends)"
             err.print(
-                f"practice tree: {root} (" + ("real native_functions.yaml, test lists and headers from the installed torch wheel" if real else "mpsgen's own sample files only; install torch==2.13.0 for the real yaml and test files") + ")"
+                f"practice tree: {where}, with " + ("the real native_functions.yaml, test lists and headers of the installed torch wheel" if real else "mpsgen's own sample files only (install torch==2.13.0 for the real yaml and test files)")
             )
+            at = f" --root {root}" if keep is not None else ""  # a temporary tree is gone by the time one could type it
             tree = PytorchTree(root)
             status = explain_op(tree, op).status
             if status == "missing":
                 from mpsgen.newop import plan_new_op
 
-                err.print(f"$ mpsgen new-op {op} --spec specs/{op}.yaml --dry-run --root {root}")
+                command = f"mpsgen new-op {op} --spec specs/{op}.yaml"
+                err.print(f"$ {command} --dry-run{at}")
                 changeset = plan_new_op(tree, spec)
             elif status == "mps-kernel":
                 from mpsgen.migrate import plan_migrate
 
-                err.print(f"$ mpsgen migrate-from-mpsgraph {op} --dry-run --root {root}")
+                command = f"mpsgen migrate-from-mpsgraph {op}"
+                err.print(f"$ {command} --dry-run{at}")
                 try:
                     changeset = plan_migrate(tree, spec)
                 except Refused as exc:  # the demo shows a refusal as what mpsgen does here
                     err.print(f"mpsgen refuses this migration on this tree, and says why (exit 1 when you run it):\n  {exc}")
+                    _demo_end(keep, None)
                     return
             else:
-                err.print(f"$ mpsgen explain {op} --root {root}")
+                err.print(f"$ mpsgen explain {op}{at}")
                 err.print(f"{op} is {status} in this tree (torch 2.13 already runs it on Metal): nothing to write; `mpsgen demo` shows heaviside.")
+                _demo_end(keep, None)
                 return
             for w in changeset.warnings:
                 err.print(Text("warning: ", style="bold yellow") + Text(w))
             for b in changeset.blockers:  # what would make the real command refuse (exit 1)
                 err.print(Text("error: ", style="bold red") + Text(b))
             print_diff(changeset.diff())
-            err.print(f"{len(changeset.changed)} file(s) would change: " + "; ".join(changeset.notes))
+            err.print(f"{len(changeset.changed)} file(s) would change (nothing written):")
+            changed = [e.relpath for e in changeset.changed]
+            for rel in changed:  # each file and what changes in it
+                said = [n[len(rel) + 2 :] for n in changeset.notes if n.startswith(rel + ": ")]
+                err.print(f"  {rel}" + (f": {'; '.join(said)}" if said else ""))
+            for note in changeset.notes:  # how mpsgen decided (the stub it found, ...)
+                if not any(note.startswith(rel + ": ") for rel in changed):
+                    err.print(f"  note: {note}")
+            for k in changeset.kept:
+                err.print(f"  kept: {k}")
+            _demo_end(keep, command)
     except MpsgenError as exc:
         fail(exc)
+
+
+def _demo_end(keep: Optional[Path], command: Optional[str]) -> None:
+    """What the demo leaves behind: the kept practice tree and what to try there, or that the
+    temporary one is gone."""
+    if keep is None:
+        err.print("the practice tree is removed now; `mpsgen demo --keep DIR` keeps one to try the commands in.")
+        return
+    err.print(f"the practice tree stays in {keep}:")
+    if command is not None:
+        err.print(f"  cd {keep} && {command}   (writes the change; `mpsgen check` then checks the tree)")
+    err.print(f"  cd {keep} && mpsgen coverage   (what else there is to do)")
 
 
 class ListFormat(str, Enum):
@@ -659,17 +687,30 @@ class CoverageFormat(str, Enum):
 def coverage_cmd(
     format_: CoverageFormat = typer.Option(CoverageFormat.table, "--format", help="table, json, markdown or html"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write to this new file instead of standard output"),
+    force: bool = typer.Option(False, "--force", help="with -o: replace the file if it exists"),
+    limit: Optional[int] = typer.Option(None, "--limit", metavar="N", help="table and markdown: the first N migration candidates and addable ops (default 20)"),
+    all_: bool = typer.Option(False, "--all", help="table and markdown: every migration candidate and addable op"),
     root: Optional[Path] = RootOption,
 ) -> None:
-    """The tree's MPS coverage: ops on Metal, on their own *_mps kernels (MPSGraph), composite,
-    missing; counts by tag; migration candidates, easiest first. html is one self-contained page.
+    """The tree's MPS coverage: how many ops run on Metal, on their own *_mps kernels (MPSGraph),
+    composite, missing, with what each status means; counts by tag; the migration candidates,
+    easiest first; the missing ops new-op can add. html is one self-contained page with a filter.
 
     Example: mpsgen coverage --format html -o mps-coverage.html"""
-    from mpsgen.explain import coverage, coverage_html, coverage_table
+    import shutil
+
+    from mpsgen.explain import addable_ops, coverage, coverage_html, coverage_table
 
     try:
-        with busy("reading the tree and planning each migration candidate..."):
-            cov = coverage(PytorchTree.locate(root))
+        if all_ and limit is not None:
+            raise BadInput("--all lists everything; --limit N the first N: give one of them.")
+        if limit is not None and limit < 1:
+            raise BadInput(f"--limit {limit}: give a number of 1 or more (or --all).")
+        if force and output is None:
+            raise BadInput("--force replaces the file of -o/--output: give -o FILE too.")
+        with busy("reading the tree and planning each migration candidate and addable op..."):
+            tree = PytorchTree.locate(root)
+            cov = addable_ops(tree, coverage(tree))
         if format_ == CoverageFormat.json:
             import json
 
@@ -677,12 +718,13 @@ def coverage_cmd(
         elif format_ == CoverageFormat.html:
             text = coverage_html(cov)
         else:
-            text = coverage_table(cov, markdown=format_ == CoverageFormat.markdown)
+            width = shutil.get_terminal_size((80, 24)).columns  # COLUMNS, else the terminal's, else 80
+            text = coverage_table(cov, markdown=format_ == CoverageFormat.markdown, width=width, limit=None if all_ else limit or 20)
         if output is not None:
             try:
-                write_whole(output, text.encode("utf-8"), replace=False)  # whole or not at all
+                write_whole(output, text.encode("utf-8"), replace=force)  # whole or not at all
             except FileExistsError:
-                raise BadInput(f"--output {output}: the file exists; name a new file.") from None
+                raise BadInput(f"--output {output}: the file exists; name a new file, or add --force to replace it.") from None
             except OSError as exc:
                 raise BadInput(f"--output {output}: cannot write it ({exc.strerror}); nothing written.") from None
             err.print(f"wrote {output} ({len(cov.ops)} ops).")

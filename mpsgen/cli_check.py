@@ -17,7 +17,8 @@ import sys
 from mpsgen.text import visible
 
 EPILOG = """\
-exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run.
+exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run;
+with --fail-on error (the default of --changed) warnings alone exit 0.
 
 examples:
   mpsgen check                                   the whole tree
@@ -25,11 +26,15 @@ examples:
                                                  findings located in that file
   mpsgen check --select MPS00 --ignore MPS007    rules by code or prefix (as ruff)
   mpsgen check --baseline .mpsgen-baseline.json  record once, then report only new findings
+  mpsgen check --changed                         what the change against HEAD answers for: findings
+                                                 on the lines it touches, errors it causes anywhere
+  mpsgen check --since origin/main               the same against another base
   mpsgen check --fix --diff                      preview the mechanical fixes (MPS007, MPS009)
   mpsgen check --explain MPS002                  what a rule means and how to fix it
 
 settings: [tool.mpsgen] in the tree's pyproject.toml, or .mpsgen.toml at its root:
-  select = ["MPS"], ignore = ["MPS008"], baseline = ".mpsgen-baseline.json", strict = false
+  select = ["MPS"], ignore = ["MPS008"], baseline = ".mpsgen-baseline.json", strict = false,
+  fail_on = "warning"
 """
 
 
@@ -50,6 +55,16 @@ def parser():
     p.add_argument("--ignore", action="append", metavar="CODES", help="do not run these rules: codes or prefixes, comma-separated")
     p.add_argument("--strict", action="store_true", default=None, help="on a partial tree, list every finding instead of a summary")
     p.add_argument("--baseline", metavar="FILE", help="report only findings not in FILE; a missing FILE is recorded")
+    p.add_argument(
+        "--changed", action="store_true",
+        help="report what the change (working tree against HEAD; pre-commit's --from-ref when set) answers for: findings "
+        "on the lines it touches (a native_functions.yaml entry as a whole) and errors it causes anywhere",
+    )
+    p.add_argument("--since", metavar="REF", help="like --changed, against REF (a branch, tag or commit)")
+    p.add_argument(
+        "--fail-on", choices=("error", "warning"),
+        help="the least severe finding that fails the run (default: warning; with --changed/--since: error)",
+    )
     p.add_argument("--fix", action="store_true", help="apply the mechanical fixes (MPS007, MPS009), all files or none")
     p.add_argument("--diff", action="store_true", help="with --fix: print the fixes as a diff, write nothing")
     return p
@@ -98,14 +113,26 @@ def _main(argv: list[str], keep: list) -> int:
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict
         baseline = opts.baseline or (os.path.join(tree.root_dir, config.baseline) if config.baseline else None)
-        result = run_check(tree, opts.paths, codes=codes, strict=strict)
+        changed = opts.changed or opts.since is not None
+        fail_on = opts.fail_on or config.fail_on or ("error" if changed else "warning")
+
+        def check(tree):
+            if not changed:
+                return run_check(tree, opts.paths, codes=codes, strict=strict)
+            from mpsgen.check.changes import changed_check, default_ref
+
+            return changed_check(tree, opts.paths, None, ref=opts.since or default_ref(), codes=codes, strict=strict)
+
+        result = check(tree)
         keep.append(result)
         if opts.fix:
-            fixed = _fix(tree, result, diff=opts.diff)
+            # with --changed, only the files the change touches are fixed
+            own = result if not changed else result._replace(findings=[f for f in result.findings if f.path in result.paths])
+            fixed = _fix(tree, own, diff=opts.diff)
             if opts.diff:
                 return fixed
             if fixed:  # what is left, read afresh
-                result = run_check(PytorchTree(tree.root_dir), opts.paths, codes=codes, strict=strict)
+                result = check(PytorchTree(tree.root_dir))
         findings = result.findings
         recorded = None
         if baseline is not None:
@@ -130,7 +157,7 @@ def _main(argv: list[str], keep: list) -> int:
     if opts.format == "json":
         lines = [json_document(findings, result.root, result.notes)]
     elif opts.format == "lintrunner":
-        lines = lintrunner_lines(findings, result.root, _fix_texts(tree, findings))
+        lines = lintrunner_lines(findings, result.root, _fix_texts(tree, findings, result.paths))
     elif opts.format == "github":
         lines = github_lines(findings) + [f"::warning ::{n}" for n in result.notes]
     else:
@@ -144,14 +171,18 @@ def _main(argv: list[str], keep: list) -> int:
         if recorded:
             _err(recorded + ".")
         _err(summary(findings, result.scope))
-    return 1 if findings and opts.format != "lintrunner" else 0
+    failing = findings if fail_on == "warning" else [f for f in findings if f.severity == "error"]
+    if findings and not failing and opts.format != "lintrunner":
+        _err("warnings alone do not fail this run (--fail-on error, the default of --changed; --fail-on warning, or fail_on = \"warning\" in the settings, makes them fail).")
+    return 1 if failing and opts.format != "lintrunner" else 0
 
 
-def _fix_texts(tree, findings) -> dict[str, tuple[str, str]]:
-    """path -> (text, fixed text) for the fixable findings (what lintrunner -a applies)."""
+def _fix_texts(tree, findings, paths=None) -> dict[str, tuple[str, str]]:
+    """path -> (text, fixed text) for the fixable findings (what lintrunner -a applies), in
+    ``paths`` only when given (the files lintrunner passed: never a file the user did not touch)."""
     from mpsgen.check.fix import FIXABLE
 
-    fixable = [f for f in findings if f.code in FIXABLE]
+    fixable = [f for f in findings if f.code in FIXABLE and (paths is None or f.path in paths)]
     if not fixable:
         return {}
     from mpsgen.check.fix import plan_fixes

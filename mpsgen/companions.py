@@ -50,20 +50,17 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str) -> str:
     lines.append("")
     lines += [f"- `{rel}`: {_what_changed(rel, added, removed, spec)}" for rel, added, removed in _file_changes(changeset)]
     lines += ["", f"Dtypes: {dtypes}."]
-    tests = [s.split("test:", 1)[1].strip() for s in changeset.next_steps if s.startswith("test:")]
-    unblocked = []  # the OpInfo tests whose MPS expected failure the change removes
-    for t in tests:
-        m = _TEST_SELECTION.search(t)
-        if m and "xfail is gone" in t:
-            unblocked.append(f"`{m.group(1)}.{m.group(2)}`")
+    from mpsgen.newop import UNXFAILED
+
+    tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in changeset.next_steps if s.startswith("test:")]
+    listed = " ".join(" ".join(s.split()) for s in changeset.next_steps if s.strip().startswith(UNXFAILED))
+    unblocked = [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]  # the tests it un-xfails
     if unblocked:
-        lines += ["", "No longer expected to fail on MPS: " + ", ".join(dict.fromkeys(unblocked)) + "."]
+        lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
     if tests:
-        lines += ["", "Test plan:", "```"] + [t.split("   (")[0] for t in tests] + ["```"]
+        lines += ["", "Test plan:", "```"] + tests + ["```"]
     return "\n".join(lines) + "\n"
 
-
-_TEST_SELECTION = re.compile(r'-k "(\w+) and (\w+) and')
 # what an MPSGraph implementation defines: TORCH_IMPL_FUNC(<kernel>), a one-line
 # CREATE_MPS_*(<kernel>, ...) / REGISTER_MPS_UNARY_STUB(<kernel>, ...), or `Tensor& <kernel>_mps(`
 _LEGACY_DEFINITION = (

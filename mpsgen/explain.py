@@ -26,9 +26,9 @@ from mpsgen.check.index import Index
 from mpsgen.check.rules import Facts, mps_only, op_of, shared
 from mpsgen.errors import Refused
 from mpsgen.resources import resource_dir
-from mpsgen.text import shorten
+from mpsgen.text import columns, shorten
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
-from mpsgen.tree.native_yaml import NativeFunction, scan_native_functions
+from mpsgen.tree.native_yaml import NativeFunction, scanned_native_functions
 from mpsgen.tree.opinfo import mps_decorators
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class TreeFacts:
 
     @classmethod
     def read(cls, tree: PytorchTree) -> TreeFacts:
-        rows = list(scan_native_functions(tree.read(NATIVE_FUNCTIONS).text).entries)
+        rows = list(scanned_native_functions(tree)[1].entries)
         return cls(tree, rows, Facts(Index(tree)))
 
 
@@ -321,7 +321,7 @@ def _guessed_stub(tree: PytorchTree, spec: OpSpec, migrate: bool) -> tuple[str, 
     from mpsgen.tree.schema import shape_problem
 
     _src, table = read_native_functions(tree)
-    rows = [e for e in schema_rows(table, spec.name, migrate) if shape_problem(e.func, spec.kind) is None]
+    rows = [e for e in schema_rows(table, spec.name, migrate) if shape_problem(e.func, spec.kind, spec.operands) is None]
     resolver = StubResolver.of(tree)
     guessed = {(r.stub, r.kernel) for r in map(resolver.resolve, rows) if r.stub and not r.verified}
     return guessed.pop() if len(guessed) == 1 else None
@@ -336,6 +336,7 @@ class Coverage:
     ops: dict[str, str]  # op -> status
     by_tag: dict[str, Counter]  # tag -> Counter of statuses
     candidates: list[dict]  # migration candidates, easiest first
+    addable: tuple[dict, ...] = ()  # missing ops new-op can add (filled by addable_ops)
 
     @property
     def counts(self) -> Counter:
@@ -348,6 +349,8 @@ class Coverage:
             "by_tag": {t: {s: c.get(s, 0) for s in STATUSES} for t, c in sorted(self.by_tag.items())},
             "ops": dict(sorted(self.ops.items())),
             "migration_candidates": self.candidates,
+            "addable_ops": list(self.addable),
+            "statuses": dict(STATUS_MEANING),
         }
 
 
@@ -370,6 +373,49 @@ def coverage(tree: PytorchTree) -> Coverage:
     ranked = sorted(list_candidates(tree), key=lambda c: (not c.migratable, not c.elementwise, len(c.rows), c.op))
     candidates = [c.as_dict() | {"rank": i + 1} for i, c in enumerate(ranked)]
     return Coverage(ops, by_tag, candidates)
+
+
+# one line each, within 45 characters: what a status means and what to do about it (coverage's
+# legend, in every format)
+STATUS_MEANING = {
+    "metal": "runs a Metal kernel through its shared stub",
+    "mps-kernel": "own `*_mps` kernel (MPSGraph code): migrate it",
+    "composite": "made of other ops, which MPS runs",
+    "missing": "no MPS kernel: `mpsgen new-op OP` adds one",
+    "stub-unregistered": "shared stub has no MPS kernel (MPS002)",
+    "other": "kernels of other backends only (sparse...)",
+    "delegate": "(a row) runs as its structured_delegate row",
+}
+
+
+def addable_ops(tree: PytorchTree, c: Coverage) -> Coverage:
+    """``c`` with the missing ops ``mpsgen new-op OP`` can add: those whose bare command
+    (with the spec mpsgen ships, if any) plans through, each with its kind, spec, command and
+    what it still needs (``--stub``, a functor). Only ops with a shipped spec or a kind their
+    rows' schemas say (new-op's own rule) are planned; shipped specs come first."""
+    from dataclasses import replace
+
+    from mpsgen.errors import MpsgenError
+    from mpsgen.newop import kind_and_dtypes_from_tree
+    from mpsgen.spec import load_spec
+
+    specs = resource_dir("specs")
+    found = []
+    for op, status in sorted(c.ops.items()):
+        if status != "missing":
+            continue
+        shipped = specs / f"{op}.yaml"
+        try:
+            kind = load_spec(shipped, display=f"specs/{op}.yaml").kind if shipped.is_file() else kind_and_dtypes_from_tree(tree, op, dtypes=False)[0]
+        except MpsgenError:
+            continue  # no kind mpsgen writes (not elementwise, several outputs, no CPU/CUDA kernel)
+        step, command = planned_step(tree, op, migrate=False)
+        if command is None:
+            continue
+        needs = "a functor (--expr)" if NO_FUNCTOR in step else "--stub" if " --stub " in command else "ready"
+        found.append({"op": op, "kind": kind, "spec": f"specs/{op}.yaml" if shipped.is_file() else None, "needs": needs, "command": command})
+    found.sort(key=lambda x: (x["spec"] is None, x["op"]))
+    return replace(c, addable=tuple(found))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,36 +448,84 @@ def op_text(r: OpReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def coverage_table(c: Coverage, markdown: bool = False) -> str:
+def _share(n: int, total: int) -> str:
+    return f"{100 * n / max(total, 1):.1f}%"
+
+
+def _tag_statuses(c: Coverage, width: int) -> list[str]:
+    """The statuses the by-tag table shows within ``width``: all when they fit, else those
+    that mean work (on Metal, on MPSGraph, missing, broken) first."""
+    tag_w = max([len("tag"), *map(len, c.by_tag)])
+    room = width - 2 - tag_w
+    shown = []
+    for s in ("metal", "mps-kernel", "missing", "stub-unregistered", "composite", "other"):
+        w = 2 + max(len(s), *(len(str(k.get(s, 0))) for k in c.by_tag.values()))
+        if w <= room:
+            shown.append(s)
+            room -= w
+    return [s for s in STATUSES if s in shown]
+
+
+def _candidate_rows(cands: list[dict]) -> list[tuple[str, ...]]:
+    return [(str(x["rank"]), x["op"], x["kind"], str(len(x["rows"])), "ready" if x["migratable"] else "needs work", "yes" if x["spec"] else "-") for x in cands]
+
+
+def coverage_table(c: Coverage, markdown: bool = False, *, width: int = 80, limit: int | None = 20) -> str:
+    """Coverage for a terminal ``width`` columns wide (or, ``markdown``, for a PR or an
+    issue): the counts with what each status means, the counts by tag, the first ``limit``
+    migration candidates (all with None) and the missing ops new-op can add. Narrower than 80
+    columns, it is laid out for 80 (the terminal wraps what passes)."""
+    width = max(width, 80)
     counts = c.counts
     total = len(c.ops)
-    out = []
+    cands = c.candidates if limit is None else c.candidates[:limit]
+    adds = list(c.addable) if limit is None else list(c.addable[:limit])
+    ready = sum(1 for x in c.candidates if x["migratable"])
+    more_cands, more_adds = len(c.candidates) - len(cands), len(c.addable) - len(adds)
     if markdown:
-        out += ["| status | ops | share |", "|---|---:|---:|"]
-        out += [f"| {s} | {counts.get(s, 0)} | {100 * counts.get(s, 0) / max(total, 1):.1f}% |" for s in STATUSES]
-        out += [f"| total | {total} | |", "", "| tag | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
+        out = [f"MPS coverage of {total} ops in `{NATIVE_FUNCTIONS}`.", "", "| status | ops | share | meaning |", "|---|---:|---:|---|"]
+        out += [f"| {s} | {counts.get(s, 0)} | {_share(counts.get(s, 0), total)} | {STATUS_MEANING[s]} |" for s in STATUSES]
+        out += [f"| delegate | | | {STATUS_MEANING['delegate']} |", f"| total | {total} | | |"]
+        out += ["", "| tag | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
         out += [f"| {t} | " + " | ".join(str(k.get(s, 0)) for s in STATUSES) + " |" for t, k in sorted(c.by_tag.items())]
-        out += ["", "| rank | op | kind | rows | migratable | spec |", "|---:|---|---|---:|---|---|"]
-        out += [f"| {x['rank']} | {x['op']} | {x['kind']} | {len(x['rows'])} | {'yes' if x['migratable'] else 'no'} | {x['spec'] or ''} |" for x in c.candidates]
+        out += ["", f"Migration candidates, easiest first ({len(c.candidates)}; {ready} ready):", ""]
+        out += ["| rank | op | kind | rows | state | spec |", "|---:|---|---|---:|---|---|"]
+        out += [f"| {x['rank']} | {x['op']} | {x['kind']} | {len(x['rows'])} | {'ready' if x['migratable'] else 'needs work'} | {x['spec'] or ''} |" for x in cands]
+        if more_cands:
+            out.append(f"\n{more_cands} more (`mpsgen coverage --all`).")
+        out += ["", f"Missing ops `mpsgen new-op` can add ({len(c.addable)}):", "", "| op | kind | spec | state |", "|---|---|---|---|"]
+        out += [f"| {x['op']} | {x['kind']} | {x['spec'] or ''} | {x['needs']} |" for x in adds]
+        if more_adds:
+            out.append(f"\n{more_adds} more (`mpsgen coverage --all`).")
         return "\n".join(out) + "\n"
-    out.append(f"MPS coverage of {total} ops in {NATIVE_FUNCTIONS}:")
-    out += [f"  {s:<18} {counts.get(s, 0):>5}  {100 * counts.get(s, 0) / max(total, 1):5.1f}%" for s in STATUSES]
-    out.append("")
-    width = max([24, *map(len, c.by_tag)])  # the longest tag, whole
-    cols = {s: max(12, len(s) + 2) for s in STATUSES}
-    out.append(f"{'by tag:':<{width + 2}}" + "".join(f"{s:>{cols[s]}}" for s in STATUSES))
-    out += [f"  {t:<{width}}" + "".join(f"{k.get(s, 0):>{cols[s]}}" for s in STATUSES) for t, k in sorted(c.by_tag.items())]
-    out.append("")
-    out.append(f"migration candidates (MPS on a *_mps kernel beside a CPU/CUDA one), easiest first: {len(c.candidates)}")
-    out += [
-        f"  {x['rank']:>3}. {x['op']:<28} {x['kind']:<14} rows {len(x['rows']):<3} {'migratable' if x['migratable'] else 'needs work':<11} {x['spec'] or ''}"
-        for x in c.candidates
-    ]
+    out = [f"MPS coverage of {total} ops in {NATIVE_FUNCTIONS}", ""]
+    legend = [(s, str(counts.get(s, 0)), _share(counts.get(s, 0), total), STATUS_MEANING[s]) for s in STATUSES]
+    legend.append(("delegate", "-", "-", STATUS_MEANING["delegate"]))
+    out += columns(("status", "ops", "share", "meaning"), legend, width=width, right=frozenset({1, 2}))
+    shown = _tag_statuses(c, width)
+    out += ["", "ops by tag:"]
+    out += columns(("tag", *shown), [(t, *(str(k.get(s, 0)) for s in shown)) for t, k in sorted(c.by_tag.items())], width=width, right=frozenset(range(1, len(shown) + 1)))
+    if len(shown) < len(STATUSES):
+        left = [s for s in STATUSES if s not in shown]
+        out.append(f"  ({', '.join(left)}: in a wider terminal, or --format markdown)")
+    out += ["", f"migration candidates, easiest first ({len(c.candidates)}; {ready} ready):"]
+    out += columns(("#", "op", "kind", "rows", "state", "spec"), _candidate_rows(cands), width=width, name=1, right=frozenset({0, 3}))
+    if more_cands:
+        out.append(f"  ... {more_cands} more: --all lists them (migrate-from-mpsgraph --list: what each needs)")
+    out += ["", f"missing ops new-op can add ({len(c.addable)}; a spec: mpsgen ships specs/OP.yaml):"]
+    if adds:
+        out += columns(("op", "kind", "spec", "state"), [(x["op"], x["kind"], "yes" if x["spec"] else "-", x["needs"]) for x in adds], width=width)
+    else:
+        out.append("  none in this tree")
+    if more_adds:
+        out.append(f"  ... {more_adds} more: --all lists them")
+    out += ["", "`mpsgen explain OP` tells all about one op and plans its command;", "`mpsgen coverage --format html -o FILE` writes a page with a filter."]
     return "\n".join(out) + "\n"
 
 
 def coverage_html(c: Coverage) -> str:
-    """One self-contained page (no network): counts, a bar chart, and a sortable table of ops."""
+    """One self-contained page (no network): counts with a legend, a bar chart, the missing
+    ops new-op can add, and a sortable table of every op, both filtered by a search box."""
     from html import escape
 
     counts = c.counts
@@ -446,11 +540,20 @@ def coverage_html(c: Coverage) -> str:
             f'<rect x="150" y="{i * 26 + 4}" width="{width:.1f}" height="18" fill="{colors[s]}"></rect>'
             f'<text x="{150 + width + 6:.1f}" y="{i * 26 + 17}" class="n">{n}</text></g>'
         )
-    summary = "".join(f'<tr><td>{s}</td><td class="count" data-status="{s}">{counts.get(s, 0)}</td></tr>' for s in STATUSES)
+    summary = "".join(
+        f'<tr><td><span class="swatch" style="background:{colors[s]}"></span>{s}</td><td class="count" data-status="{s}">{counts.get(s, 0)}</td>'
+        f'<td class="meaning">{escape(STATUS_MEANING[s])}</td></tr>'
+        for s in STATUSES
+    )
+    summary += f'<tr><td>delegate</td><td></td><td class="meaning">{escape(STATUS_MEANING["delegate"])}</td></tr>'
     rank = {x["op"]: x["rank"] for x in c.candidates}
     rows = "".join(
         f'<tr><td>{escape(op)}</td><td data-status="{st}">{st}</td><td>{rank.get(op, "")}</td></tr>' for op, st in sorted(c.ops.items())
     )
+    addable = "".join(
+        f'<tr><td>{escape(x["op"])}</td><td>{escape(x["kind"])}</td><td>{escape(x["spec"] or "")}</td><td><code>{escape(x["command"])}</code></td></tr>'
+        for x in c.addable
+    ) or '<tr><td colspan="4">none in this tree</td></tr>'
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>MPS coverage</title>
 <style>
@@ -459,11 +562,18 @@ table {{ border-collapse: collapse; margin: 1em 0; }}
 td, th {{ border: 1px solid #ccc; padding: 2px 8px; }}
 th {{ cursor: pointer; background: #eee; }}
 svg text {{ font: 12px system-ui, sans-serif; }}
+.swatch {{ display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.4em; }}
+#filter {{ font: inherit; padding: 2px 6px; width: 24em; }}
 </style></head><body>
 <h1>MPS coverage</h1>
 <p id="total">{len(c.ops)} ops in native_functions.yaml</p>
-<table id="summary"><tr><th>status</th><th>ops</th></tr>{summary}</table>
+<table id="summary"><tr><th>status</th><th>ops</th><th>meaning</th></tr>{summary}</table>
 <svg id="chart" width="820" height="{len(STATUSES) * 26 + 8}" role="img" aria-label="ops by MPS status">{"".join(bars)}</svg>
+<p><label>Filter: <input id="filter" type="search" placeholder="an op name or a status, e.g. special or missing" autocomplete="off"></label>
+<span id="shown">{len(c.ops)}</span> of {len(c.ops)} ops shown</p>
+<h2>Missing ops <code>mpsgen new-op</code> can add</h2>
+<table id="addable"><thead><tr><th>op</th><th>kind</th><th>shipped spec</th><th>command</th></tr></thead>
+<tbody>{addable}</tbody></table>
 <h2>Ops</h2>
 <table id="ops"><thead><tr><th data-col="0">op</th><th data-col="1">status</th><th data-col="2">migration rank</th></tr></thead>
 <tbody>{rows}</tbody></table>
@@ -482,6 +592,15 @@ document.querySelectorAll("#ops th").forEach(function (th) {{
     }});
     rows.forEach(function (r) {{ body.appendChild(r); }});
   }});
+}});
+document.getElementById("filter").addEventListener("input", function (ev) {{
+  var q = ev.target.value.trim().toLowerCase(), shown = 0;
+  document.querySelectorAll("#ops tbody tr, #addable tbody tr").forEach(function (tr) {{
+    var hit = q === "" || tr.textContent.toLowerCase().indexOf(q) >= 0;
+    tr.hidden = !hit;
+    if (hit && tr.parentNode.parentNode.id === "ops") {{ shown += 1; }}
+  }});
+  document.getElementById("shown").textContent = shown;
 }});
 </script>
 </body></html>

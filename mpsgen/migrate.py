@@ -10,6 +10,7 @@ The Metal side (functor, registrations, host kernel, xfail and OpInfo clean-up) 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
-from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, read_native_functions, scan_native_functions
+from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, read_native_functions, scanned_native_functions
 
 # ---------------------------------------------------------------------------------------------
 # Rows with a separate MPS kernel
@@ -124,18 +125,34 @@ def mm_files(tree: PytorchTree) -> list[str]:
 _WORD = re.compile(rb"\w+")
 
 
+_MM_BYTES = "migrate: .mm bytes and words"  # in PytorchTree.memo
+
+
 def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl]]:
-    """kernel -> its MPSGraph definitions under mps/operations (only files naming it are parsed)."""
+    """kernel -> its MPSGraph definitions under mps/operations (only files naming it are parsed).
+    A file is read again only when it changed (its size and time), its words listed when first
+    asked: coverage looks for the MPSGraph code of a dozen ops."""
     found: dict[str, list[FoundImpl]] = {}
     if not kernels:
         return found
+    known: dict[str, tuple] = tree.memo.setdefault(_MM_BYTES, (None, {}))[1]  # rel -> (stat, bytes, [words])
     wanted = {k.encode() for k in kernels}
     for rel in mm_files(tree):
+        path = os.path.join(tree.root_dir, rel)
         try:
-            raw = (tree.root / rel).read_bytes()
+            st = os.stat(path)
+            got = known.get(rel)
+            if got is None or got[0] != (st.st_size, st.st_mtime_ns):
+                with open(path, "rb") as fh:
+                    got = known[rel] = ((st.st_size, st.st_mtime_ns), fh.read(), [None])
         except OSError:
             continue
-        if not any(k in raw for k in wanted) or not wanted & set(_WORD.findall(raw)):
+        raw, words = got[1], got[2]
+        if not any(k in raw for k in wanted):
+            continue
+        if words[0] is None:
+            words[0] = frozenset(_WORD.findall(raw))
+        if not wanted & words[0]:
             continue
         source = tree.read(rel, what="MPSGraph source")
         for impl in scan_mm(source.text).impls:
@@ -161,7 +178,7 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
     mps_line = next(d for d in first.dispatch if d.has_mps)
     where = f"{NATIVE_FUNCTIONS}:{mps_line.line}"
     try:  # what new-op's Metal, host and test edits would still do here
-        fitting = [e for e in on_shared if shape_problem(e.func, spec.kind) is None]
+        fitting = [e for e in on_shared if shape_problem(e.func, spec.kind, spec.operands) is None]
         check = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=fitting)
     except Refused:
         check = None
@@ -207,7 +224,7 @@ def plan_migrate(
     # a row whose schema does not fit the kernel's kind cannot be served by it
     legacy = [
         LegacyRow(r.entry, r.mps, f"its schema does not fit a `{spec.kind}` kernel: {why}")
-        if r.problem is None and (why := shape_problem(r.entry.func, spec.kind))
+        if r.problem is None and (why := shape_problem(r.entry.func, spec.kind, spec.operands))
         else r
         for r in legacy
     ]
@@ -259,7 +276,13 @@ def plan_migrate(
         allow_dtype_loss=allow_dtype_loss,
         mpsgraph_checks=tuple(c for _p, _l, c in checks),
     )
+    shared = _shared_kernel_bodies(tree, [r.entry for r in movable])
     for path, line, check in checks:
+        said = re.findall(r'"((?:[^"\\]|\\.){8,})"', check)  # the check's message, as the shared kernel would word it
+        if said and any(said[0] in body for body in shared.values()):
+            where = next(w for w, body in shared.items() if said[0] in body)
+            changeset.notes.append(f"{path}:{line}: the removed check `{shorten(check, 60)}` is the shared kernel's too ({where})")
+            continue
         changeset.warnings.append(
             f"{path}:{line}: the removed MPSGraph code checks `{check}`; carry it over to the Metal path "
             "(or the op's meta function) if it still applies."
@@ -318,7 +341,7 @@ def _companion_rows(tree: PytorchTree, spec: OpSpec, of_op: list[NativeFunction]
     Only with the default rows, and only where the stub is read the same for every row."""
     if spec.rows is not None:
         return []
-    candidates = [e for e in of_op if e.shared_entry is not None and not e.mps_entries and shape_problem(e.func, spec.kind) is None]
+    candidates = [e for e in of_op if e.shared_entry is not None and not e.mps_entries and shape_problem(e.func, spec.kind, spec.operands) is None]
     if not candidates:
         return []
     resolver = StubResolver.of(tree)
@@ -370,11 +393,31 @@ def _op_of(base: str, bases: set[str]) -> str:
     return base[:-1] if base.endswith("_") and base[:-1] in bases else base
 
 
+def _shared_kernel_bodies(tree: PytorchTree, rows: list[NativeFunction]) -> dict[str, str]:
+    """``path:line`` -> body of the CPU/CUDA kernel each row's MPS dispatch joins, where a
+    .cpp of the tree defines it (what it checks itself need not move to the Metal path)."""
+    from mpsgen.tree.resolver import StubResolver
+    from mpsgen.tree.source import match_close
+
+    out = {}
+    resolver = StubResolver.of(tree)
+    for e in rows:
+        d = resolver.resolve(e).definition
+        if d is None or d.where in out:
+            continue
+        text = tree.read(d.path).text
+        start = sum(len(ln) + 1 for ln in text.split("\n")[: d.line - 1])
+        brace = text.find("{", start)
+        end = match_close(text, brace) if brace >= 0 else -1
+        if end > 0:
+            out[d.where] = text[brace:end]
+    return out
+
+
 def list_candidates(tree: PytorchTree) -> list[Candidate]:
     """Ops with a row whose MPS dispatch is a separate kernel beside a CPU/CUDA one."""
-    yaml_src = tree.read(NATIVE_FUNCTIONS)
+    yaml_src, table = scanned_native_functions(tree)
     text = yaml_src.text
-    table = scan_native_functions(text)
     bases = {e.base for e in table.entries}
     groups: dict[str, list[NativeFunction]] = {}
     for e in table.entries:
@@ -409,6 +452,9 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
         kinds = [guess_kind(r.entry.func) for r in legacy]
         kind = next((k for k in kinds if k != "other"), "other") if elementwise else "other"
         spec = f"specs/{op}.yaml" if specs_dir is not None and (specs_dir / f"{op}.yaml").is_file() else None
+        if spec is not None and elementwise:  # the shipped spec knows better (threshold's iterator is binary)
+            said = re.search(r"^kind:\s*(\w+)", (specs_dir / f"{op}.yaml").read_text(encoding="utf-8"), re.M)
+            kind = said.group(1) if said else kind
         c = Candidate(op, kind, elementwise, any(r.entry.structured for r in legacy), tags, spec)
         for r, k in zip(legacy, kinds):
             found = impls.get(r.mps.kernel, [])
@@ -441,24 +487,19 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
 
 
 def _impl_text(c: Candidate) -> str:
+    """Where the MPSGraph code is: the first place, and how many more (``--format json`` has them)."""
     shown = []
     for r in c.rows:
         if r["impl"] is None:
             shown.append("(not found)")
         else:
             shown.append(f"{r['impl']['file'].rsplit('/', 1)[-1]}:{r['impl']['line']}")
-    return ", ".join(dict.fromkeys(shown))
-
-
-def _rows_text(c: Candidate, most: int = 3) -> str:
-    names = [r["row"] for r in c.rows]
-    return " ".join(names[:most]) + (f" +{len(names) - most}" if len(names) > most else "")
+    shown = list(dict.fromkeys(shown))
+    return shown[0] + (f" +{len(shown) - 1}" if len(shown) > 1 else "") if shown else "-"
 
 
 def _note(c: Candidate) -> str:
     notes = []
-    if not c.elementwise:
-        notes.append("not elementwise")
     if not c.structured:
         notes.append("not structured")
     for r in c.rows:
@@ -467,30 +508,43 @@ def _note(c: Candidate) -> str:
         elif r["impl"] is None:
             notes.append(f"{r['row']}: MPSGraph code not found")
     if c.blocker:
-        notes.append(shorten(c.blocker.split("   (")[0], 100))
+        notes.append(c.blocker.split("   (")[0])
     return "; ".join(notes) or "ready"
 
 
-def format_table(candidates: list[Candidate]) -> str:
-    """Plain-text columns, one op a line, then counts."""
-    header = ("OP", "KIND", "ROWS", "MPSGRAPH", "TAGS", "SPEC", "NOTE")
+def format_table(candidates: list[Candidate], width: int = 100) -> str:
+    """Aligned columns within ``width``, one op a line (a name too long for its column on a
+    line of its own), what an op needs on the line below it, then counts. The row names and
+    tags are in ``--format json``."""
+    import textwrap
+
+    from mpsgen.text import columns
+
+    header = ("OP", "KIND", "ROWS", "MPSGRAPH", "SPEC", "STATE")
     body = [
-        (
-            c.op,
-            c.kind,
-            _rows_text(c),
-            _impl_text(c),
-            ",".join(c.tags) or "-",
-            "yes" if c.spec else "-",
-            _note(c),
-        )
+        (c.op, c.kind, str(len(c.rows)), _impl_text(c), "yes" if c.spec else "-", _state(c))
         for c in candidates
     ]
-    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in [header] + body]
+    table = columns(header, body, width=width, right=frozenset({2}), indent=0)
+    lines = table[:1]
+    rest = iter(table[1:])
+    for c in candidates:
+        line = next(rest)
+        lines.append(line)
+        if line == c.op:  # the name stood on its own line: its row follows
+            lines.append(next(rest))
+        note = _note(c)
+        if note != "ready":
+            lines += textwrap.wrap(note, width, initial_indent="    ", subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
     lines.append("")
-    lines.append(summary(candidates))
+    lines += textwrap.wrap(summary(candidates), width, break_long_words=False, break_on_hyphens=False)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _state(c: Candidate) -> str:
+    if not c.elementwise:
+        return "not elementwise"
+    return "ready" if c.migratable and not c.blocker else "needs work"
 
 
 def summary(candidates: list[Candidate]) -> str:

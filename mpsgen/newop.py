@@ -6,14 +6,16 @@ from __future__ import annotations
 import difflib
 import re
 import textwrap
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from mpsgen.changeset import Changeset
 from mpsgen.edits import metal as metal_edit
 from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits import opinfo as opinfo_edit
+from mpsgen.edits import add_include
 from mpsgen.errors import BadInput, Refused
+from mpsgen.params import dispatch_head, host_inits
 from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, input_dtypes, plan_registrations
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
@@ -35,20 +37,36 @@ def render_functor(spec: OpSpec) -> str:
     alpha_type = "U" if spec.kind == "unary_alpha" else "T"
     common = dict(op=spec.name, params=params, alpha=spec.has_alpha, alpha_type=alpha_type)
     f = spec.functor
+    if spec.has_params:  # the functor, then the params type of each registered input type
+        from mpsgen.params import render_expr_functor, render_typedefs
+
+        if f.expr is not None:
+            functor = render_expr_functor(spec, f.expr.strip())
+        elif f.body is not None:
+            functor = _body_functor(spec)
+        else:
+            functor = render("metal/functor_scaffold.metal.j2", **common)
+        return functor + "\n\n" + render_typedefs(spec, [i for i, _o in input_dtypes(spec)])
     if f.expr is not None:
         return render("metal/functor_expr.metal.j2", expr=f.expr.strip(), int2float="int2float" in spec.dtypes, **common)
     if f.body is not None:
-        body = f.body.strip("\n")
-        if re.match(r"\s*struct\s", body):
-            if not re.match(rf"\s*struct\s+{spec.name}_functor\b", body):
-                raise BadInput(
-                    f"the functor given for {spec.name} defines another struct; it must be `struct {spec.name}_functor`.",
-                    hint=f"(from {f.origin})",
-                )
-            return body.rstrip().rstrip(";") + ";" if not body.rstrip().endswith("};") else body.rstrip()
-        body = textwrap.dedent(body)
-        return render("metal/functor_body.metal.j2", op=spec.name, body=textwrap.indent(body, "  "))
+        return _body_functor(spec)
     return render("metal/functor_scaffold.metal.j2", **common)
+
+
+def _body_functor(spec: OpSpec) -> str:
+    """The functor from a spec's struct body (or whole struct)."""
+    f = spec.functor
+    body = (f.body or "").strip("\n")
+    if re.match(r"\s*struct\s", body):
+        if not re.match(rf"\s*struct\s+{spec.name}_functor\b", body):
+            raise BadInput(
+                f"the functor given for {spec.name} defines another struct; it must be `struct {spec.name}_functor`.",
+                hint=f"(from {f.origin})",
+            )
+        return body.rstrip().rstrip(";") + ";" if not body.rstrip().endswith("};") else body.rstrip()
+    body = textwrap.dedent(body)
+    return render("metal/functor_body.metal.j2", op=spec.name, body=textwrap.indent(body, "  "))
 
 
 @dataclass(frozen=True)
@@ -162,7 +180,7 @@ def kind_from_schema(name: str, rows: list[NativeFunction]) -> str:
     if n_out > 1:
         why = f"it returns {n_out} tensors, and mpsgen's kernels write one output"
     else:
-        why = f"it takes {describe_inputs(e.func)}, which fits no kind mpsgen writes (one to three tensors, at most one scalar)"
+        why = f"it takes {describe_inputs(e.func)}, which fits no kind mpsgen writes (one to three tensors and at most one scalar, or one or two tensors and Scalar, float, float? or bool arguments)"
     raise Refused(
         f"mpsgen cannot write a kernel for {name}: row {e.name} ({NATIVE_FUNCTIONS}:{e.start_line}): {why}.",
         hint="It needs a hand-written Metal kernel (see the custom kernels in mps/kernels/).",
@@ -283,9 +301,109 @@ def dtype_groups_from_tree(targets: OpInfoTargets, kind: str, output: str | None
     return tuple(groups), f"dtypes {', '.join(groups)}: what the OpInfo of {names} tests on MPS{why}"
 
 
+_KERNEL_HEADER = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](ATen/native/mps/kernels/\w+\.h)[>"]', re.M)
+
+
+def _params_header_of(metal_text: str, metal_rel: str) -> str:
+    """The kernels/*.h header a .metal file shares with its host code (the one it includes;
+    else ``kernels/<stem>.h``, as upstream names UnaryKernel.h after UnaryKernel.metal)."""
+    m = _KERNEL_HEADER.search(metal_text)
+    if m is not None:
+        return "aten/src/" + m.group(1)
+    return metal_rel.rsplit(".", 1)[0] + ".h"
+
+
+def _add_params_struct(tree: PytorchTree, spec: OpSpec, metal_rel: str, metal_text: str, changeset: Changeset) -> str:
+    """Put the params struct in the header the .metal file shares with its .mm (creating it
+    when there is none); returns the header's tree path."""
+    from mpsgen.edits import params_header
+    from mpsgen.params import render_struct
+
+    rel = _params_header_of(metal_text, metal_rel)
+    struct = render_struct(spec)
+    source = tree.read_optional(rel)
+    if source is None:
+        changeset.create(rel, params_header.new_header(struct))
+        changeset.notes.append(f"{rel}: new header with {spec.params_struct}, shared by {metal_rel} and its host code")
+    else:
+        new = params_header.add_struct(changeset.current_text(source), struct, spec.params_struct, rel)
+        if new != source.text:
+            changeset.add(source, new)
+            changeset.notes.append(f"{rel}: {spec.params_struct}")
+    return rel
+
+
+def _refuse_stub_mismatch(tree: PytorchTree, spec: OpSpec, stub: str, resolver: StubResolver) -> None:
+    """The host function mpsgen writes for a plain or alpha kind takes the iterator (and one
+    Scalar): refuse a stub whose function type takes other arguments, which REGISTER_DISPATCH
+    would not compile with (addcmul_stub's Scalar `value` for a ternary kernel)."""
+    from mpsgen.params import param_type_of
+    from mpsgen.tree.stubs import stub_parameters
+
+    found = stub_parameters(tree, stub, resolver.stubs)
+    if found is None:
+        return
+    parameters, where = found
+    rest = [param_type_of(p) for p in parameters[1:]]
+    want = ["scalar"] if spec.has_alpha else []
+    if rest == want and parameters and "TensorIterator" in parameters[0]:
+        return
+    shown = ", ".join(parameters)
+    why = f"{stub} ({where}) takes ({shown}), but a {spec.kind} kernel's host function takes (TensorIteratorBase& iter" + (
+        ", const Scalar& alpha)" if spec.has_alpha else ")") + ": REGISTER_DISPATCH would not compile"
+    if spec.kind == "ternary" and rest == ["scalar"]:
+        indexing = tree.read_optional(INDEXING_HEADER)
+        has_macro = indexing is not None and re.search(r"REGISTER_\w*TERNARY\w*ALPHA\w*\s*\(", indexing.text)
+        why += (
+            ". A ternary op with a Scalar needs a ternary kernel that takes one"
+            + (" (this tree's indexing.h has a ternary alpha macro, which mpsgen does not write yet)" if has_macro
+               else ": this tree's c10/metal/indexing.h has no ternary alpha macro and its exec_ternary_kernel takes no Scalar")
+        )
+    elif spec.kind in ("unary", "binary", "unary_alpha", "binary_alpha") and len(rest) >= 2 and None not in rest:
+        why += f"; its arguments fit the {spec.base_kind}_params kind (--kind {spec.base_kind}_params)"
+    raise Refused(why + ".", hint="Write this kernel by hand, or pick the kind whose host function matches the stub.")
+
+
+def _params_of(tree: PytorchTree, spec: OpSpec, stub: str, rows: list[NativeFunction], resolver: StubResolver):
+    """(spec with its params, the host side): the params from the spec or, when it gives
+    none, from the op's schema; checked against the stub's function type and the tree's
+    shader library, which must have exec_*_kernel_with_params."""
+    from mpsgen.params import params_from_schema, stub_arguments, stub_mismatch
+    from mpsgen.tree.schema import schema_args
+    from mpsgen.tree.stubs import stub_parameters
+
+    found = stub_parameters(tree, stub, resolver.stubs)
+    if found is None:
+        raise Refused(
+            f"cannot read the function type of {stub} (its DECLARE_DISPATCH or the `using ..._fn = void (*)(...)` it "
+            "names is not in the header declaring it): the params of a params-kind kernel come from it.",
+            hint="Check the stub's name (--stub / `stub:`), or write the host function by hand.",
+        )
+    parameters, where = found
+    if not spec.params and rows:
+        spec = replace(spec, params=params_from_schema([a for a in schema_args(rows[0].func) if a[0] != "Tensor"]))
+    from mpsgen.spec import params_problems
+
+    if problems := params_problems(spec.kind, spec.params):
+        raise Refused(f"the params of {spec.name} read from its schema do not fit: {' '.join(problems)}",
+                      hint="Give them in the spec's `params:` (name: type, in the stub's order).")
+    if why := stub_mismatch(replace(spec, stub=stub), parameters, where):
+        raise Refused(why, hint="Give the params in the spec's `params:` (name: type, in the stub's order).")
+    library = [src.text for rel in SHADER_LIBRARY_HEADERS if (src := tree.read_optional(rel)) is not None]
+    call = f"exec_{spec.base_kind}_kernel_with_params"
+    if library and not any(re.search(rf"\b{call}\s*\(", t) for t in library):
+        raise Refused(
+            f"this tree's MetalShaderLibrary has no {call} ({', '.join(SHADER_LIBRARY_HEADERS)}): a params kernel "
+            "cannot be called from the host here.",
+            hint="Update the checkout (2.13 and later have it).",
+        )
+    host = mm_edit.ParamsHost(spec.params_struct, tuple(stub_arguments(spec, parameters)), tuple(host_inits(spec)), dispatch_head(spec))
+    return spec, host
+
+
 def check_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
     """Refuse rows whose schema does not fit the spec's kind (one line each)."""
-    problems = [(e, why) for e in rows if (why := shape_problem(e.func, spec.kind))]
+    problems = [(e, why) for e in rows if (why := shape_problem(e.func, spec.kind, spec.operands))]
     if problems:
         listed = "; ".join(f"row {e.name} ({NATIVE_FUNCTIONS}:{e.start_line}): {why}" for e, why in problems)
         raise Refused(
@@ -353,11 +471,17 @@ _MPS_REAL = frozenset(
 )
 
 
-def real_dtypes_lost(spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...]) -> list[str]:
+_INTEGRAL_REAL = frozenset({"torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8", "torch.bool"})
+
+
+def real_dtypes_lost(
+    spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...], floats_only: bool = False
+) -> list[str]:
     """Real dtypes MPS serves for the op today that the new registrations would not: the
     OpInfo's MPS dtypes, less those common_mps.py xfails for the op, less integers when the
-    MPSGraph code checks for floating inputs. Empty when it cannot be told (no OpInfo dtypes,
-    or an entry xfailing every dtype)."""
+    MPSGraph code checks for floating inputs, less integers and bool when the shared kernel
+    serves them without its stub (``floats_only``: nan_to_num_out copies them). Empty when it
+    cannot be told (no OpInfo dtypes, or an entry xfailing every dtype)."""
     if not targets.dtypes:
         return []
     from mpsgen.tree.xfails import read_xfail_entries
@@ -370,18 +494,21 @@ def real_dtypes_lost(spec: OpSpec, targets: OpInfoTargets, common_text: str, che
             served -= set(e.dtypes)
     if any(re.search(r"isFloatingType|is_floating_point", c) for c in checks):
         served &= {"torch.float32", "torch.float16", "torch.bfloat16"}
+    if floats_only:
+        served -= _INTEGRAL_REAL
     return sorted(served - covered_torch_dtypes(spec))
 
 
 def _refuse_dtype_loss(
-    spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...], allow: bool, changeset: Changeset
+    spec: OpSpec, targets: OpInfoTargets, common_text: str, checks: tuple[str, ...], allow: bool, changeset: Changeset,
+    floats_only: bool = False,
 ) -> None:
     """A migration must not drop what MPS serves today: refuse (or, when allowed, warn) for
     real dtypes the MPSGraph kernel serves and complex support common_mps.py records."""
     from mpsgen.tree.xfails import complex_supported
 
     losses: list[tuple[str, str]] = []  # (what is lost, how to keep it)
-    lost_real = real_dtypes_lost(spec, targets, common_text, checks)
+    lost_real = real_dtypes_lost(spec, targets, common_text, checks, floats_only)
     if lost_real:
         losses.append((
             f"the MPSGraph kernel of {spec.name} serves {', '.join(lost_real)} today (its OpInfo tests them on MPS "
@@ -457,6 +584,10 @@ class OpInfoTargets:
     dtypes: set[str] = frozenset()  # dtypes the op's OpInfos test on MPS (dtypesIfMPS, else dtypes)
     promotes_int_to_float: bool = False  # an OpInfo says `promotes_int_to_float=True`
     returns_bool: bool = False  # an OpInfo says `always_returns_bool=True`
+    # the name the tests of each OpInfo carry (its formatted_name: `_refs_heaviside`), by
+    # common_mps key (name + variant) and by (file, offset of the entry's "(")
+    test_names: dict[str, str] = field(default_factory=dict)
+    span_names: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
@@ -471,7 +602,7 @@ def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
 
 def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTargets:
     """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
-    guesses = {op}
+    guesses = {op, f"nn.functional.{op}"}  # (torch.nn.functional.threshold's OpInfo tests aten's threshold)
     for e in table.of_op(op):
         if e.python_module and op.startswith(e.python_module + "_"):
             guesses.add(e.python_module + "." + op[len(e.python_module) + 1 :])
@@ -485,26 +616,34 @@ def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTar
     spans: dict[str, list[tuple[int, int]]] = {}
     dtypes: set[str] = set()
     flags: set[str] = set()
+    test_names: dict[str, str] = {}
+    span_names: dict[tuple[str, int], str] = {}
     for rel, src in texts.items():
-        if not any(g in src.text for g in guesses):
-            continue
-        for entry in find_op_entries(rel, src.text, op, guesses):
+        for entry in find_op_entries(rel, src.text, op, guesses):  # (by name: a file that names none has none)
             names.add(entry.name)
             found.add(entry.name + entry.variant)
             keys.add(entry.name + entry.variant)
             keys.update(entry.aliases)
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
+            test_names[entry.name + entry.variant] = span_names[(rel, entry.open_paren)] = formatted_name(entry.name, entry.variant)
             if not entry.ctor.startswith("Foreach"):
                 dtypes |= declared_dtypes(src.text, entry) or set()
                 body = src.text[entry.open_paren : entry.close_paren]
                 flags.update(f for f in ("promotes_int_to_float", "always_returns_bool") if re.search(rf"\b{f}\s*=\s*True", body))
     for rel, src in texts.items():
-        if not any(n in src.text for n in names):
-            continue
         for entry in find_ref_entries(rel, src.text, names):
             spans.setdefault(rel, []).append((entry.open_paren, entry.close_paren))
+            span_names[(rel, entry.open_paren)] = formatted_name(entry.name, entry.variant)
     merged = [(rel, sorted(set(s))) for rel, s in spans.items()]
-    return OpInfoTargets(keys, found, merged, dtypes, "promotes_int_to_float" in flags, "always_returns_bool" in flags)
+    return OpInfoTargets(
+        keys, found, merged, dtypes, "promotes_int_to_float" in flags, "always_returns_bool" in flags, test_names, span_names
+    )
+
+
+def formatted_name(name: str, variant: str) -> str:
+    """What an OpInfo's tests are named after (its ``formatted_name``): ``_refs.heaviside`` ->
+    ``_refs_heaviside``, ``nn.functional.pad`` variant ``reflect`` -> ``nn_functional_pad_reflect``."""
+    return f"{name}.{variant}".replace(".", "_") if variant else name.replace(".", "_")
 
 
 def plan_new_op(
@@ -556,6 +695,11 @@ def plan_new_op(
     stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
     changeset.notes.extend(stub_notes)
     changeset.blockers.extend(stub_blockers)
+    params_host = header = None
+    if spec.has_params:  # the struct's fields from the stub's function type and the op's schema
+        spec, params_host = _params_of(tree, spec, stub, served, resolver)
+    else:
+        _refuse_stub_mismatch(tree, spec, stub, resolver)
 
     # -- the Metal kernel ------------------------------------------------------------------
     metal_src = tree.read(metal_rel, what="Metal kernel file")
@@ -579,6 +723,15 @@ def plan_new_op(
     }
     # the Metal side is named after the kernel (``sub_alpha`` for sub), not always the op
     kspec = spec if spec.kernel == spec.name else replace(spec, name=spec.kernel)
+    if spec.kernel_of:  # another op's kernel, which that op's own migration writes: it must be there
+        mm_text = tree.read(mm_rel, what="host kernel file").text
+        if spec.kernel_of not in metal.functors or not any(d.stub == stub for d in scan_mm(mm_text).dispatches):
+            raise Refused(
+                f"{spec.name} runs {spec.kernel_of}'s Metal kernel through {stub}, which {metal_rel} and {mm_rel} do "
+                f"not have yet ({spec.kernel_of}_functor, REGISTER_DISPATCH({stub}, ...)).",
+                hint=f"Migrate {spec.kernel_of} first (`mpsgen migrate-from-mpsgraph {spec.kernel_of} --dry-run` shows that "
+                "change), then run this again.",
+            )
     registrations = plan_registrations(kspec, metal, base_macros, metal_rel)
     functor_exists = kspec.name in metal.functors
     functor_text = None if functor_exists else render_functor(kspec)
@@ -589,7 +742,7 @@ def plan_new_op(
         changeset.blockers.extend(gate.problems)
         if gate.compiler is None:
             changeset.warnings.append(NO_COMPILER)
-    if functor_exists and not spec.functor.is_scaffold:
+    if functor_exists and not spec.functor.is_scaffold and not spec.kernel_of:
         changeset.warnings.append(
             f"{metal_rel}:{metal.functors[kspec.name].start_line + 1}: {kspec.name}_functor already exists; kept it, "
             f"the functor from {spec.functor.origin} was not used."
@@ -599,6 +752,9 @@ def plan_new_op(
         new_metal = metal_edit.add_op(
             metal_src.text, metal_edit.MetalAddition(kspec.name, functor_text, registrations)
         )
+        if spec.has_params and functor_text:
+            header = _add_params_struct(tree, spec, metal_rel, metal_src.text, changeset)
+            new_metal = add_include(new_metal, header[len("aten/src/") :])
         if functor_text:
             new_metal = _add_needed_includes(tree, metal_rel, new_metal, functor_text, changeset)
         changeset.add(metal_src, new_metal)
@@ -613,7 +769,7 @@ def plan_new_op(
 
     # the host will ask the library for "<kernel>": some REGISTER_* line or bulk-macro line must name it
     metal_after = changeset.current_text(metal_src)
-    if not re.search(rf"^[ \t]*\w+\([ \t]*{re.escape(kspec.name)}[ \t]*[,)]", metal_after, re.M):
+    if not re.search(rf"^[ \t]*\w+\(\s*{re.escape(kspec.name)}\s*[,)]", metal_after, re.M):
         changeset.blockers.append(
             f"{metal_rel} registers no kernel named {kspec.name!r} (no REGISTER_* line names it), but the host "
             f'code calls exec_{spec.base_kind}_kernel(iter, "{kspec.name}"): it would fail at run time.'
@@ -623,7 +779,7 @@ def plan_new_op(
     mm_src = tree.read(mm_rel, what="host kernel file")
     mm = scan_mm(mm_src.text)
     helper = None
-    if not spec.has_alpha and stub == f"{spec.name}_stub":
+    if not spec.has_alpha and not spec.has_params and stub == f"{spec.name}_stub":
         for h in mm.helper_macros.values():
             if h.kind == spec.base_kind:
                 helper = h.name
@@ -631,8 +787,15 @@ def plan_new_op(
     alpha_type = alpha_scalar_type(kspec)
     if alpha_type:
         changeset.blockers.extend(host_form_problems(tree, spec.base_kind))
-    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type)
+    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type, params_host)
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
+    if params_host is not None and new_mm != mm_src.text:  # what the host function uses
+        stub_header = resolver.stubs.get(stub, ("",))[0]
+        for include in (header or _params_header_of(metal_src.text, metal_rel), stub_header):
+            if include and include.startswith("aten/src/"):
+                new_mm = add_include(new_mm, include[len("aten/src/") :])
+        for include in ("ATen/Dispatch.h", "ATen/OpMathType.h"):
+            new_mm = add_include(new_mm, include)
     if new_mm != mm_src.text:
         changeset.add(mm_src, new_mm)
         how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.kernel)} + REGISTER_DISPATCH"
@@ -651,7 +814,7 @@ def plan_new_op(
         )
 
     # -- tests: xfail lists and OpInfo decorators -----------------------------------------
-    from mpsgen.edits import common_mps as common_mps_edit  # libcst: imported only when needed
+    from mpsgen.edits import common_mps as common_mps_edit
 
     targets = opinfo_keys(tree, spec.name, table)
     keys = targets.keys
@@ -663,11 +826,20 @@ def plan_new_op(
             f"(its dtypesIfMPS, else dtypes): nothing checks those kernels. If torch's CPU op can serve as their "
             f"reference, add `dtypesIfMPS=` listing them to the OpInfo, as upstream does for special.i0e."
         )
+    # (test class, test, OpInfo test name, dtype or "") of the tests the change stops expecting to fail
+    unxfailed: list[tuple[str, str, str, str]] = []
     common = tree.read_optional(COMMON_MPS)
     if common is not None and (problem := python_syntax_problem(common)) is not None:
         raise problem
     if yaml_mode == "migrate" and common is not None:
-        _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset)
+        definitions = [r.definition for e in served if host_kernel(e) for r in (resolver.resolve(e),)]
+        floats_only = bool(definitions) and all(d is not None and d.copies_integral for d in definitions)
+        if floats_only:
+            changeset.notes.append(
+                f"{definitions[0].name} ({definitions[0].where}) serves integer and bool inputs before it calls "
+                f"{stub}: the kernel sees floating types only"
+            )
+        _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset, floats_only)
     if common is not None:
         from mpsgen.tree.xfails import unedited_mentions
 
@@ -686,19 +858,21 @@ def plan_new_op(
         changeset.kept.extend(f"{COMMON_MPS}:{line}: {why}" for line, why in kept_entries)
         if new_common != common.text:
             changeset.add(common, new_common)
+            unxfailed += consistency_unxfailed(common.text, new_common, targets, complex_keys)
             added = f"; {', '.join(sorted(complex_keys))} joins the complex-supporting ops" if complex_keys else ""
             changeset.notes.append(f"{COMMON_MPS}: removed xfail/skip entries for {', '.join(sorted(keys))}{added}")
-    unblocked: list[tuple[str, str]] = []  # (test class, test) of the removed decorators
     for rel, entry_spans in targets.spans:
         src = tree.read(rel)
         kept_decorators: list[tuple[int, str]] = []
-        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans, kept_decorators)
+        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans, kept_decorators, migrating=yaml_mode == "migrate")
         changeset.kept.extend(f"{rel}:{line}: {why}" for line, why in kept_decorators)
         if new_text != src.text:
             changeset.add(src, new_text)
             changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")
-            unblocked += decorated_tests(src.text, entry_spans, {line for line, _why in kept_decorators})
-    changeset.next_steps = next_steps(sorted(targets.found or {spec.name}), unblocked)
+            names = {start: targets.span_names.get((rel, start), spec.name) for start, _end in entry_spans}
+            unxfailed += decorated_tests(src.text, entry_spans, {line for line, _why in kept_decorators}, names)
+    tested = sorted(targets.test_names[k] for k in targets.found) if targets.found else [formatted_name(spec.name, "")]
+    changeset.next_steps = next_steps(unxfailed, tested)
     if yaml_mode == "add":  # a migration's yaml is edited by its caller, which does this after
         from mpsgen.aoti import sync_c_shim
 
@@ -716,27 +890,92 @@ _TEST_FILES = {
 }
 
 
-def decorated_tests(text: str, spans: list[tuple[int, int]], kept_lines: set[int]) -> list[tuple[str, str]]:
-    """(class, test) of the MPS decorators in ``spans`` of ``text`` that the edit removed (all
-    but those starting on ``kept_lines``)."""
+def decorated_tests(
+    text: str, spans: list[tuple[int, int]], kept_lines: set[int], names: dict[int, str] | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(class, test, OpInfo test name, "") of the MPS decorators in ``spans`` of ``text`` that
+    the edit removed (all but those starting on ``kept_lines``); ``names``: the test name of
+    the OpInfo each span starts (by the offset of its "(")."""
     from mpsgen.tree.opinfo import mps_decorators
 
     found = set()
     for start, end in spans:
+        line0 = text.count("\n", 0, start) + 1  # the span's first line: its decorators' counted from there
         for s, _e in mps_decorators(text, start, end):
             m = _DECORATED_TEST.match(text, s)
-            if m and text.count("\n", 0, s) + 1 not in kept_lines:
-                found.add((m.group(1), m.group(2)))
+            if m and line0 + text.count("\n", start, s) not in kept_lines:
+                found.add((m.group(1), m.group(2), (names or {}).get(start, ""), ""))
     return sorted(found)
 
 
-def next_steps(opinfo_keys: list[str], unblocked: list[tuple[str, str]]) -> list[str]:
-    """The commands that build the change and run the tests it should turn green."""
-    steps = ["build:  python -m pip install --no-build-isolation -v -e .   (at the top of the checkout)"]
-    for key in opinfo_keys:
-        steps.append(f"test:   python test/test_mps.py -v -k test_output_match_{key.replace('.', '_')}")
-    for cls, test in unblocked:
+def consistency_unxfailed(before: str, after: str, targets: OpInfoTargets, complex_keys: set[str]) -> list[tuple[str, str, str, str]]:
+    """What the common_mps.py edit (``before`` -> ``after``) un-xfails: mps_ops_modifier's
+    lists decorate test_mps.py's TestConsistency.test_output_match, for every dtype of an entry
+    of None, else for the dtypes listed; a key joining SUPPORTED_COMPLEX_OPS un-xfails complex64.
+    (class, test, OpInfo test name, dtype or "") each, the dtype as tests name it (float16)."""
+    from mpsgen.tree.xfails import read_xfail_entries
+
+    old = {(x.dict_name, x.key): x.dtypes for x in read_xfail_entries(before)}
+    new = {(x.dict_name, x.key): x.dtypes for x in read_xfail_entries(after)}
+    out = set()
+    for (dict_name, key), dtypes in old.items():
+        if (dict_name, key) in new and new[(dict_name, key)] == dtypes:
+            continue
+        name = targets.test_names.get(key, key.replace(".", "_"))
+        left = new.get((dict_name, key), ())
+        if dtypes is None and left == ():
+            out.add(("TestConsistency", "test_output_match", name, ""))
+            continue
+        gone = (set(targets.dtypes) if dtypes is None else set(dtypes)) - set(left or ())
+        if dtypes is None and not targets.dtypes:  # the dtypes it covered are unknown: the whole op
+            out.add(("TestConsistency", "test_output_match", name, ""))
+        out.update(("TestConsistency", "test_output_match", name, d.rpartition(".")[2]) for d in gone)
+    for key in sorted(complex_keys):
+        if not _in_complex_set(before, key) and _in_complex_set(after, key):
+            out.add(("TestConsistency", "test_output_match", targets.test_names.get(key, key.replace(".", "_")), "complex64"))
+    return sorted(out)
+
+
+def _in_complex_set(text: str, key: str) -> bool:
+    m = re.search(r"SUPPORTED_COMPLEX_OPS\s*=\s*\{(.*?)\n\s*\}", text, re.S)
+    return bool(m) and re.search(rf"""['"]{re.escape(key)}['"]""", m.group(1)) is not None
+
+
+# the step listing what the test command runs (companions reads it back for the PR text)
+UNXFAILED = "un-xfails on MPS: "
+
+
+def k_expression(unxfailed: list[tuple[str, str, str, str]]) -> tuple[list[str], str]:
+    """(the test files, a pytest ``-k`` expression) selecting exactly the MPS tests of
+    ``unxfailed``: each by its name up to the device (``test_out_heaviside_mps``, which
+    ``test_out_warning_heaviside_mps_float32`` does not contain), with its dtype when only one
+    dtype was un-xfailed, and its class when two classes share the test's name."""
+    classes: dict[str, set[str]] = {}
+    for cls, test, _name, _dtype in unxfailed:
+        classes.setdefault(test, set()).add(cls)
+    files: list[str] = []
+    terms: list[str] = []
+    for cls, test, name, dtype in unxfailed:
         where = _TEST_FILES.get(cls, "test/test_ops.py")
-        name = opinfo_keys[0].replace(".", "_") if opinfo_keys else ""
-        steps.append(f"test:   python -m pytest {where} -v -k \"{cls} and {test} and {name} and mps\"   (its MPS xfail is gone)")
+        if where not in files:
+            files.append(where)
+        term = f"{test}_{name}_mps" + (f"_{dtype}" if dtype else "")
+        terms.append(f"({cls}MPS and {term})" if len(classes[test]) > 1 else term)
+    return sorted(files, key=lambda f: f != "test/test_mps.py"), " or ".join(dict.fromkeys(terms))
+
+
+def next_steps(unxfailed: list[tuple[str, str, str, str]], tested: list[str]) -> list[str]:
+    """The command that builds the change, one pytest command running exactly the tests it
+    un-xfails (the op's TestConsistency tests when it un-xfails none: ``tested`` are the
+    names of the op's OpInfos), and which tests those are."""
+    steps = ["build:  python -m pip install --no-build-isolation -v -e .   (at the top of the checkout)"]
+    if not unxfailed:
+        terms = " or ".join(f"test_output_match_{name}_mps" for name in tested)
+        steps.append(f'test:   python -m pytest test/test_mps.py -v -k "{terms}"   (its MPS consistency tests; the change un-xfails none)')
+        return steps
+    files, expression = k_expression(unxfailed)
+    steps.append(f'test:   python -m pytest {" ".join(files)} -v -k "{expression}"')
+    names = list(dict.fromkeys(f"{cls}.{test}" for cls, test, _n, _d in unxfailed))
+    listed = textwrap.wrap(UNXFAILED + ", ".join(names) + ".", 88, break_long_words=False, break_on_hyphens=False)
+    steps.append("        " + ("\n" + " " * 10).join(listed))
     return steps

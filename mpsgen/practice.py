@@ -40,6 +40,9 @@ def real_file_sources(site: Path | None = None) -> dict[str, Path] | None:
         files[f"{NATIVE_DIR}/{f.name}"] = f
     for f in ("MetalShaderLibrary.h", "OperationUtils.h"):
         files[f"{NATIVE_DIR}/mps/{f}"] = torch_dir / "include/ATen/native/mps" / f
+    # the structs kernels share with their host code (params kinds add theirs there)
+    for f in sorted((torch_dir / "include/ATen/native/mps/kernels").glob("*.h")):
+        files[f"{NATIVE_DIR}/mps/kernels/{f.name}"] = f
     for f in sorted((torch_dir / "include/c10/metal").glob("*.h")):
         files[f"c10/metal/{f.name}"] = f
     # the AOTI shim: the fallback op list, the checked-in MPS header, and what regenerates it

@@ -96,6 +96,9 @@ def base_macro_for(spec: OpSpec, in_type: str) -> str:
         "binary": "REGISTER_OPMATH_BINARY_OP" if opmath else "REGISTER_BINARY_OP",
         "binary_alpha": "REGISTER_BINARY_ALPHA_OP",
         "ternary": "REGISTER_OPMATH_TERNARY_OP" if opmath else "REGISTER_TERNARY_OP",
+        # the params struct goes where the alpha goes (upstream's ELU, nan_to_num)
+        "unary_params": "REGISTER_UNARY_ALPHA_OP",
+        "binary_params": "REGISTER_BINARY_ALPHA_OP",
     }[spec.kind]
 
 
@@ -107,6 +110,8 @@ def required_calls(spec: OpSpec) -> list[BaseCall]:
             calls.append((macro, (i, spec.alpha_type or ("float2" if i in VEC2 else "float"), o)))
         elif spec.kind == "binary_alpha":
             calls.append((macro, (i, spec.alpha_type or i, o)))
+        elif spec.has_params:
+            calls.append((macro, (i, f"{spec.params_struct}_{i}", o)))
         else:
             calls.append((macro, (i, o)))
     return calls

@@ -3,9 +3,11 @@ needs the paths before, or without, rendering anything)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 
+@functools.lru_cache(maxsize=None)
 def resource_dir(name: str) -> Path:
     """``templates`` or ``specs``: inside the installed wheel, or at the repository root."""
     here = Path(__file__).resolve().parent

@@ -18,15 +18,28 @@ from mpsgen.tree.source import mask_c_comments_and_strings, match_close, read_bo
 if TYPE_CHECKING:
     import yaml
 
-KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary")
+KINDS = ("unary", "binary", "unary_alpha", "binary_alpha", "ternary", "unary_params", "binary_params")
+# the kinds whose kernel takes a params struct (one field per non-tensor argument of the stub)
+PARAMS_KINDS = ("unary_params", "binary_params")
+# what a param of a params kind is, as its stub takes it: a Scalar (`const Scalar&`), a float
+# (`double`), an optional float (`std::optional<double>`), a bool
+PARAM_TYPES = ("scalar", "float", "optional_float", "bool")
 
 # Dtype groups of a spec. "float" (float, half, bfloat) is always generated.
 DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "opmath", "bool_out")
 
-SPEC_KEYS = ("name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas", "try_domain")
+SPEC_KEYS = (
+    "name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas", "try_domain",
+    "params", "operands", "try_params", "kernel", "fixed",
+)
 FILE_KEYS = ("metal", "mm")
 # the operands of each kind, by the names an `expr` uses (and `try_domain` restricts)
-OPERANDS = {"unary": ("x",), "unary_alpha": ("x",), "binary": ("a", "b"), "binary_alpha": ("a", "b"), "ternary": ("a", "b", "c")}
+OPERANDS = {
+    "unary": ("x",), "unary_alpha": ("x",), "binary": ("a", "b"), "binary_alpha": ("a", "b"), "ternary": ("a", "b", "c"),
+    "unary_params": ("x",), "binary_params": ("a", "b"),
+}
+# the dtype groups a params kind may register (its host code dispatches real types; no int2float)
+PARAMS_DTYPE_GROUPS = ("float", "integer", "integer_no_bool")
 
 MAX_NAME = 128  # the longest aten name is under 60 characters; file names built from it must fit
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -60,6 +73,15 @@ class FunctorSource:
 
 
 @dataclass(frozen=True)
+class Param:
+    """A non-tensor argument the op's stub takes after its iterator, as a field of the params
+    struct the kernel gets: ``name`` (the schema's), ``type`` one of :data:`PARAM_TYPES`."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
 class OpSpec:
     name: str
     kind: str
@@ -74,6 +96,18 @@ class OpSpec:
     # the operand values `mpsgen try` keeps ({operand: (low, high)}, NaN in no range), and why
     try_domain: dict[str, tuple[float, float]] = field(default_factory=dict)
     try_domain_why: str = ""
+    # params kinds: the stub's non-tensor arguments, in its order
+    params: tuple[Param, ...] = ()
+    # the schema tensors the kernel's operands are, when not the schema's tensors in order
+    # (threshold's iterator is (self, self)): what `mpsgen try` feeds it
+    operands: tuple[str, ...] | None = None
+    # params kinds: the argument values `mpsgen try` runs the op with (None: an optional left out)
+    try_params: tuple[dict[str, float | bool | None], ...] = ()
+    # the Metal kernel the op's stub runs when it is another op's (threshold_backward runs
+    # threshold's through threshold_stub); "" for the op's own
+    kernel_of: str = ""
+    # params kinds: struct fields the stub's caller fixes, not in the op's schema ({value: 0})
+    fixed: dict[str, float] = field(default_factory=dict)
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -86,7 +120,16 @@ class OpSpec:
 
     @property
     def arity(self) -> int:
-        return {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}[self.kind]
+        return len(OPERANDS[self.kind])
+
+    @property
+    def has_params(self) -> bool:
+        return self.kind in PARAMS_KINDS
+
+    @property
+    def params_struct(self) -> str:
+        """The params struct's name: upstream's ``<Op>Params`` (``SoftplusParams``)."""
+        return "".join(part[:1].upper() + part[1:] for part in self.kernel.split("_") if part) + "Params"
 
     @property
     def has_alpha(self) -> bool:
@@ -98,6 +141,8 @@ class OpSpec:
         ``exec_*_kernel(iter, "<kernel>")``. A binary op with a Scalar gets upstream's
         ``<op>_alpha`` (``add_alpha``, ``sub_alpha``), leaving ``<op>`` for the alpha-free
         functor many trees already have; every other kind uses the op name."""
+        if self.kernel_of:
+            return self.kernel_of
         return f"{self.name}_alpha" if self.kind == "binary_alpha" else self.name
 
     @property
@@ -138,6 +183,11 @@ def check_dtype_groups(kind: str, groups: list[str]) -> list[str]:
         problems.append("use either 'integer' or 'integer_no_bool', not both.")
     if "bool_out" in groups and "int2float" in groups:
         problems.append("'bool_out' (every input type gives a bool) and 'int2float' (integers give a float) contradict; pick one.")
+    if kind in PARAMS_KINDS and (other := [g for g in groups if g not in PARAMS_DTYPE_GROUPS and g in DTYPE_GROUPS]):
+        problems.append(
+            f"dtype group(s) {', '.join(other)} do not apply to a {kind} op: its host code builds the params in the "
+            f"input's own type; use {', '.join(PARAMS_DTYPE_GROUPS)}."
+        )
     if "opmath" in groups and kind.startswith("unary"):
         problems.append(
             "dtype group 'opmath' applies to binary and ternary ops (REGISTER_OPMATH_*); "
@@ -268,6 +318,38 @@ def spec_problems(spec: OpSpec) -> list[str]:
         problems.append(why)
     if spec.alpha_type is not None and not _C_IDENT.match(spec.alpha_type):
         problems.append(f"alpha_type {spec.alpha_type!r} is not a Metal type name.")
+    problems += params_problems(spec.kind, spec.params, spec.try_params)
+    return problems
+
+
+def params_problems(kind: str, params: tuple[Param, ...], try_params: tuple[dict, ...] = ()) -> list[str]:
+    """What is wrong with the params of a spec of ``kind``."""
+    if kind not in PARAMS_KINDS:
+        return [f"'params' is for the {' and '.join(PARAMS_KINDS)} kinds; a {kind} op takes none."] if params else []
+    if not params:  # read from the tree's stub and the op's schema when planning
+        return []
+    problems = []
+    seen: set[str] = set()
+    for p in params:
+        if why := check_name(p.name, f"param {p.name!r}"):
+            problems.append(why)
+        elif p.name in OPERANDS[kind] or p.name == "params" or p.name.startswith("has_"):
+            problems.append(f"param {p.name!r}: the functor's operands are {', '.join(OPERANDS[kind])} and its struct is `params` "
+                            "(with a has_<name> flag per optional): pick another name.")
+        elif p.name in seen:
+            problems.append(f"param {p.name!r} is named twice.")
+        if p.type not in PARAM_TYPES:
+            problems.append(f"param {p.name!r}: unknown type {p.type!r}; use one of {', '.join(PARAM_TYPES)}.")
+        seen.add(p.name)
+    types = {p.name: p.type for p in params}
+    for values in try_params:
+        for name, value in values.items():
+            if name not in types:
+                problems.append(f"try_params: {name!r} is not a param ({', '.join(types)}).")
+            elif value is None and types[name] != "optional_float":
+                problems.append(f"try_params: {name} is a {types[name]}, which cannot be left out (only optional_float params can).")
+            elif isinstance(value, bool) != (types[name] == "bool") and value is not None:
+                problems.append(f"try_params: {name}={value!r} does not fit its type {types[name]}.")
     return problems
 
 
@@ -338,23 +420,42 @@ def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec 
     return parse_spec_text(text, shown)
 
 
-def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
-    import yaml  # here, not at module level: the CLI starts without it
-    problems: list[tuple[Location, str]] = []
+_NOT_PLAIN_ASCII = re.compile(r"[^\n\x20-\x7e]")
+
+
+def _compose_or_problem(text: str, shown: str):
+    """The YAML node tree of ``text`` by the pure-Python loader, or the problems that make it no spec."""
+    import yaml
+
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
-        return None, [(loc, f"not valid YAML: {exc.problem or exc}.")]
+        return [(loc, f"not valid YAML: {exc.problem or exc}.")]
     except yaml.reader.ReaderError as exc:  # NUL and other control characters
         line = text.count("\n", 0, exc.position) + 1
         col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
-        return None, [(Location(shown, line, col), f"character U+{exc.character:04X} is not allowed in a spec (control characters and NUL are not YAML text); remove it.")]
+        return [(Location(shown, line, col), f"character U+{exc.character:04X} is not allowed in a spec (control characters and NUL are not YAML text); remove it.")]
     except yaml.YAMLError as exc:
-        return None, [(Location(shown), f"not valid YAML: {exc}.")]
+        return [(Location(shown), f"not valid YAML: {exc}.")]
     except RecursionError:
-        return None, [(Location(shown), "nested too deeply to be a spec (a spec is a flat mapping of a few keys).")]
+        return [(Location(shown), "nested too deeply to be a spec (a spec is a flat mapping of a few keys).")]
+
+
+def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
+    import yaml  # here, not at module level: the CLI starts without it
+    problems: list[tuple[Location, str]] = []
+    # libyaml, ~20x faster (coverage reads a dozen specs), for a text of printable ASCII
+    # lines; the pure-Python loader words what it refuses, as it always has, and reads any
+    # other text (it refuses tabs, stray BOMs and other characters libyaml takes)
+    fast = getattr(yaml, "CSafeLoader", None)
+    try:
+        root = yaml.compose(text, Loader=fast) if fast is not None and not _NOT_PLAIN_ASCII.search(text) else _compose_or_problem(text, shown)
+    except Exception:  # noqa: BLE001
+        root = _compose_or_problem(text, shown)
+    if isinstance(root, list):
+        return None, root
     if root is None or not isinstance(root, yaml.MappingNode):
         where = _loc(shown, root) if root is not None else Location(shown, 1, 1)
         return None, [(where, "a spec must be a YAML mapping with at least 'name' and 'kind'.")]
@@ -543,6 +644,67 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
             if "complex" in dtypes:
                 problems.append((_loc(shown, knode), "'try_domain' ranges real values; a spec with complex inputs cannot use it."))
 
+    params: list[Param] = []
+    if "params" in fields:
+        knode, vnode = fields["params"]
+        if not isinstance(vnode, yaml.MappingNode) or not vnode.value:
+            problems.append((_loc(shown, vnode), f"'params' must map each param's name to its type ({', '.join(PARAM_TYPES)})."))
+        else:
+            params = [Param(_scalar(k) or "", _scalar(v) or "") for k, v in vnode.value]
+    operands: tuple[str, ...] | None = None
+    if "operands" in fields:
+        knode, vnode = fields["operands"]
+        items = [_scalar(i) for i in vnode.value] if isinstance(vnode, yaml.SequenceNode) else []
+        want = len(OPERANDS.get(kind or "", ()))
+        if not items or None in items or any(check_name(i, "operand") for i in items if i):
+            problems.append((_loc(shown, vnode), "'operands' must list the schema's tensor argument each operand of the functor is, e.g. [self, self]."))
+        elif kind is not None and len(items) != want:
+            problems.append((_loc(shown, vnode), f"'operands' names {len(items)} tensors; a {kind} functor takes {want}."))
+        else:
+            operands = tuple(items)
+    try_params: list[dict[str, float | bool | None]] = []
+    if "try_params" in fields:
+        knode, vnode = fields["try_params"]
+        if not isinstance(vnode, yaml.SequenceNode) or not vnode.value:
+            problems.append((_loc(shown, vnode), "'try_params' must be a list of mappings, param name to value (null leaves an optional out)."))
+        else:
+            for item in vnode.value:
+                if not isinstance(item, yaml.MappingNode):
+                    problems.append((_loc(shown, item), "each 'try_params' entry maps param names to values, e.g. {beta: 2, threshold: 20}."))
+                    continue
+                values: dict[str, float | bool | None] = {}
+                for k, v in item.value:
+                    raw = _scalar(v)
+                    if raw in ("null", "~", ""):
+                        values[_scalar(k) or ""] = None
+                    elif raw in ("true", "false"):
+                        values[_scalar(k) or ""] = raw == "true"
+                    elif (number := _bound(raw)) is not None:
+                        values[_scalar(k) or ""] = number
+                    else:
+                        problems.append((_loc(shown, v), f"{raw!r} is not a number, true/false or null."))
+                try_params.append(values)
+    kernel_of = need_str("kernel") or ""
+    if kernel_of and (why := check_name(kernel_of, "'kernel'")):
+        problems.append((_loc(shown, fields["kernel"][1]), why))
+    fixed: dict[str, float] = {}
+    if "fixed" in fields:
+        knode, vnode = fields["fixed"]
+        if not isinstance(vnode, yaml.MappingNode):
+            problems.append((_loc(shown, vnode), "'fixed' maps params to the values the stub's caller passes, e.g. {value: 0}."))
+        else:
+            for k, v in vnode.value:
+                number = _number(_scalar(v))
+                if number is None:
+                    problems.append((_loc(shown, v), f"fixed.{_scalar(k)}: {_scalar(v)!r} is not a number."))
+                elif params and _scalar(k) not in {p.name for p in params}:
+                    problems.append((_loc(shown, k), f"fixed.{_scalar(k)} is not a param ({', '.join(p.name for p in params)})."))
+                else:
+                    fixed[_scalar(k) or ""] = number
+    if kind is not None and not problems:
+        for why in params_problems(kind, tuple(params), tuple(try_params)):
+            problems.append((_loc(shown, fields["params"][1] if "params" in fields else fields["kind"][1]), why))
+
     if problems or name is None or kind is None:
         return None, problems
     spec = OpSpec(
@@ -557,6 +719,11 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         alphas=alphas,
         try_domain=try_domain,
         try_domain_why=try_why,
+        params=tuple(params),
+        operands=operands,
+        try_params=tuple(try_params),
+        kernel_of=kernel_of,
+        fixed=fixed,
         source=shown,
     )
     return spec, []

@@ -1,4 +1,5 @@
-"""Shortening the text quoted in messages (a decorator, a comment, an error from torch)."""
+"""Shortening the text quoted in messages (a decorator, a comment, an error from torch), and
+laying out columns for a terminal."""
 
 from __future__ import annotations
 
@@ -37,3 +38,28 @@ def visible(text: str) -> str:
     ``\\x1b``, BEL as ``\\x07``), newlines and tabs kept. Everything mpsgen prints that comes
     from a file, a path or an argument goes through this."""
     return text.translate(_CONTROL)
+
+
+def columns(header: tuple[str, ...], rows: list[tuple[str, ...]], *, width: int, name: int = 0, right: frozenset[int] = frozenset(), indent: int = 2) -> list[str]:
+    """``header`` and ``rows`` in aligned columns, each as wide as its widest cell and two
+    spaces apart (``right``: right-aligned). When a row would pass ``width``, column ``name``
+    narrows; a name longer than it is written whole on a line of its own, and its row follows
+    on the next line: names are never cut."""
+    n = len(header)
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(n)]
+    over = indent + sum(widths) + 2 * (n - 1) - width
+    if over > 0:
+        widths[name] = max(len(header[name]), widths[name] - over)
+    at = indent + sum(widths[:name]) + 2 * name  # where the name column starts
+
+    def line(cells: tuple[str, ...]) -> str:
+        parts = [c.rjust(w) if i in right else c if i == n - 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return (" " * indent + "  ".join(parts)).rstrip()
+
+    out = []
+    for r in (header, *rows):
+        if len(r[name]) > widths[name]:
+            out.append(" " * at + r[name])
+            r = (*r[:name], "", *r[name + 1 :])
+        out.append(line(r))
+    return out

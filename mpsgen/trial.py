@@ -164,6 +164,10 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
         "inline half2 mpsgen_half2_load(mpsgen_half2_bits b) { return half2(half::from_bits(b.x), half::from_bits(b.y)); }\n"
         "inline mpsgen_half2_bits mpsgen_half2_store(half2 v) { return {v.x.bits, v.y.bits}; }\n\n"
     )
+    if spec.has_params:  # the struct the kernel file's header gives it, before the functor
+        from mpsgen.params import render_struct
+
+        head += render_struct(spec) + "\n\n"
     first = head.count("\n") + 1
     last = first + functor.count("\n")
     cases = []
@@ -177,6 +181,8 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
             # REGISTER_OPMATH_*: the kernel converts the inputs to opmath_t (float) before
             # calling the functor, and the result back to the output type
             args = ", ".join(f"static_cast<float>({load}(in{k}[j]))" for k in range(spec.arity))
+        if spec.has_params:  # the struct, from the command line's values, as the host fills it
+            args += f", {params_value(spec, m_in)}"
         if spec.has_alpha:  # the Scalar, from the command line, in the type the host passes it as
             alpha_t = alpha_metal_type(spec, m_in)
             if alpha_t in ("float2", "half2"):  # a complex Scalar (alpha, 0), not a splat
@@ -203,8 +209,34 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
             f"      auto r = {spec.name}_functor()({args});\n      out[j] = {store};\n    }}\n"
             f"    std::fwrite(out.data(), sizeof({s_out}), n, stdout);\n    return 0;\n  }}\n"
         )
-    main = "\nint main(int argc, char** argv) {\n  if (argc < 3) return 2;\n  int which = std::atoi(argv[1]);\n  long n = std::atol(argv[2]);\n  double alpha = argc > 3 ? std::atof(argv[3]) : 1.0;\n  (void)alpha;\n" + "".join(cases) + "  return 3;\n}\n"
+    values = (  # a params kind's struct fields, from the command line
+        "  double pv[16] = {0};\n  for (int k = 3; k < argc && k < 19; ++k) pv[k - 3] = std::atof(argv[k]);\n"
+        if spec.has_params else ""
+    )
+    main = "\nint main(int argc, char** argv) {\n  if (argc < 3) return 2;\n  int which = std::atoi(argv[1]);\n  long n = std::atol(argv[2]);\n  double alpha = argc > 3 ? std::atof(argv[3]) : 1.0;\n  (void)alpha;\n" + values + "".join(cases) + "  return 3;\n}\n"
     return head + functor + "\n" + main, first, last
+
+
+def params_value(spec: OpSpec, m_in: str) -> str:
+    """The params struct of input type ``m_in`` built from the driver's ``pv`` values (one
+    per struct field, in field order: see :func:`params_arguments`)."""
+    from mpsgen.params import bool_fields, value_fields
+
+    n_values = len(value_fields(spec))
+    # in the input's C++ type (int8_t for Metal's char: the type the functor is called with)
+    opmath = f"c10::metal::opmath_t<{CXX_TYPE.get(m_in, m_in)}>"
+    inits = [f"static_cast<{opmath}>(pv[{k}])" for k in range(n_values)]
+    inits += [f"pv[{n_values + k}] != 0" for k in range(len(bool_fields(spec)))]
+    return f"{spec.params_struct}<{opmath}>{{{', '.join(inits)}}}"
+
+
+def params_arguments(spec: OpSpec, values: dict[str, float | bool | None]) -> list[str]:
+    """The driver's command-line values for one set of param values, in struct field order
+    (an optional left out: value 0 and its has_ flag 0)."""
+    numbers = [float(values.get(p.name) or 0.0) for p in spec.params if p.type != "bool"]
+    flags = [float(bool(values.get(p.name))) if p.type == "bool" else float(values.get(p.name) is not None)
+             for p in spec.params if p.type in ("bool", "optional_float")]
+    return [repr(v) for v in numbers + flags]
 
 
 def cache_dir(kind: str) -> Path:
@@ -337,8 +369,13 @@ def _from_raw(torch, data: bytes, dtype):
 
 
 def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64) -> TrialResult:
-    if spec.kind not in ("unary", "binary", "unary_alpha", "binary_alpha", "ternary"):
-        raise Refused(f"mpsgen try covers unary, binary, unary_alpha, binary_alpha and ternary ops; {spec.name} is {spec.kind}.")
+    if spec.kind not in OPERANDS:
+        raise Refused(f"mpsgen try covers the kinds {', '.join(OPERANDS)}; {spec.name} is {spec.kind}.")
+    if spec.has_params and not spec.params:
+        raise Refused(
+            f"the spec of {spec.name} gives no `params:`; new-op reads them from a tree's stub, but try runs without one.",
+            hint="Add `params:` (name: type, in the stub's order) to the spec.",
+        )
     if spec.functor.is_scaffold:
         raise Refused(f"{spec.name} has no functor to try (a scaffold): give --expr, --functor-file or a spec with one.")
     pairs = [(i, o) for i, o in input_dtypes(spec) if i in TORCH_NAMES and o in TORCH_NAMES]
@@ -360,7 +397,9 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         edges, rand = _edges_and_random(torch, t_in, samples)
         base = torch.cat([edges, rand])
         names = OPERANDS[spec.kind]
-        if spec.arity == 2:
+        if spec.operands and len(set(spec.operands)) == 1:  # one tensor, every operand (threshold)
+            inputs = [base[_kept(torch, spec, names[0], base)]] * spec.arity
+        elif spec.arity == 2:
             a, b = (base[_kept(torch, spec, name, base)] for name in names)
             inputs = [a.repeat_interleave(len(b)), b.repeat(len(a))]
         elif spec.arity == 3:  # every triple of the edge values, then random triples
@@ -382,6 +421,10 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
         alphas: list[float | int | None] = [None]
         if spec.has_alpha:
             alphas = default_alphas(spec, t_in.is_floating_point or t_in.is_complex or alpha_metal_type(spec, m_in) in ("float", "half", "bfloat"))
+        if spec.has_params:
+            _try_params(torch, spec, op, binary, index, inputs, t_out, res)
+            results.append(res)
+            continue
         for alpha in alphas:
             try:
                 expected = op(*inputs) if alpha is None else op(*inputs, **{keyword: alpha})
@@ -401,7 +444,55 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     return TrialResult(spec, cxx, results, cached)
 
 
-def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyword: str = "alpha") -> None:
+def default_try_params(spec: OpSpec) -> list[dict[str, float | bool | None]]:
+    """The spec's ``try_params``, else each param at 1 (an optional left out, a bool false)."""
+    if spec.try_params:
+        return [dict(v) for v in spec.try_params]
+    return [{p.name: None if p.type == "optional_float" else False if p.type == "bool" else 1.0 for p in spec.params}]
+
+
+def _schema_tensors(spec: OpSpec, op, inputs: list) -> list:
+    """The functor's ``inputs`` as the CPU op takes them: in its schema's order, each once
+    (threshold's functor gets (self, self), threshold_backward's (self, grad_output))."""
+    if not spec.operands:
+        return inputs
+    by_name = dict(zip(spec.operands, inputs))
+    try:
+        names = [a.name for a in op.default._schema.arguments if str(a.type) == "Tensor"]
+    except (AttributeError, RuntimeError):
+        names = list(dict.fromkeys(spec.operands))
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise Refused(f"the spec of {spec.name} names operands {', '.join(spec.operands)}, but the op also takes {', '.join(missing)}.")
+    return [by_name[n] for n in names]
+
+
+def _try_params(torch, spec: OpSpec, op, binary: Path, index: int, inputs, t_out, res: DtypeResult) -> None:
+    """Run a params kind over each set of param values: torch's CPU op takes them by name
+    (the schema's), the functor as the struct the host would fill."""
+    tensors = _schema_tensors(spec, op, inputs)
+    refused = []  # (a set torch's CPU op refuses, on this dtype, is one the host refuses too)
+    for values in default_try_params(spec):
+        given = {p.name: values.get(p.name) for p in spec.params if p.name not in spec.fixed}
+        shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        try:
+            expected = op(*tensors, **given)
+        except (RuntimeError, NotImplementedError, TypeError) as exc:
+            refused.append(f"torch's CPU op refuses {shown} on {TORCH_NAMES[res.metal_in]}: {shorten(str(exc).splitlines()[0], 80)}")
+            continue
+        cmd = [str(binary), str(index), str(len(inputs[0]))] + params_arguments(spec, {**given, **spec.fixed})
+        try:
+            proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
+        except subprocess.TimeoutExpired:
+            raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {res.metal_in} inputs; stopped.") from None
+        if proc.returncode != 0:
+            raise Refused(f"{spec.name}_functor crashed on {res.metal_in} inputs with {shown} (exit status {proc.returncode}); stopped.")
+        _compare(torch, res, tensors, _from_raw(torch, proc.stdout, t_out), expected.to(t_out), note=shown)
+    if refused and not res.samples:
+        res.skipped = refused[0]
+
+
+def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyword: str = "alpha", note: str = "") -> None:
     """Fold one run's comparison into ``res`` (samples, worst errors, mismatches, examples).
     Complex results are compared part by part, each under the tolerance of its real type; their
     relative error is that of the complex number, |actual - expected| / |expected| (a part's
@@ -411,7 +502,7 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyw
         a = torch.view_as_real(actual.to(torch.complex64)).to(real)
         e = torch.view_as_real(expected.to(torch.complex64)).to(real)
         part = DtypeResult(res.metal_in, res.metal_out)
-        _compare(torch, part, [x.repeat_interleave(2) for x in inputs], a.flatten(), e.flatten(), alpha, keyword)
+        _compare(torch, part, [x.repeat_interleave(2) for x in inputs], a.flatten(), e.flatten(), alpha, keyword, note)
         res.samples += len(actual)
         x, y = actual.to(torch.complex128), expected.to(torch.complex128)
         size = y.abs()
@@ -447,6 +538,7 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyw
     res.mismatches += int(bad.numel())
     for k in bad[: max(0, 3 - len(res.examples))].tolist():
         args = ", ".join(repr(x[k].item()) for x in inputs) + (f", {keyword}={alpha!r}" if alpha is not None else "")
+        args += f", {note}" if note else ""
         res.examples.append(f"({args}) -> {actual[k].item()!r}, torch says {expected[k].item()!r}")
 
 

@@ -124,5 +124,8 @@ def sources_as_of(root: Path, release: str, real: dict[str, bytes]) -> None:
     for op in MIGRATED_BY_NEWER:
         spec = dataclasses.replace(load_spec(resource_dir("specs") / f"{op}.yaml"), stub=f"{op}_stub")
         plan_migrate(PytorchTree(root), spec).apply()
+    # upstream moved nan_to_num onto Metal in 2.14 (its own NanToNumParams, in the release's
+    # kernels/UnaryKernel.h): the practice MPSGraph version, the only code of TensorCompare.mm, goes
+    (root / "aten/src/ATen/native/mps/operations/TensorCompare.mm").unlink(missing_ok=True)
     for rel, data in real.items():
         (root / rel).write_bytes(data)

@@ -4,6 +4,7 @@ checked against an independent reading of the yaml (yaml.CSafeLoader)."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpsgen.explain import STATUSES, coverage
+from mpsgen.explain import STATUS_MEANING, STATUSES, addable_ops, coverage
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from tests.releases import INSTALLED
 
@@ -140,6 +141,10 @@ class _Cells(HTMLParser):
             if k in a:
                 self.refs.append(a[k])
 
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._in_ops = False
+
     def handle_data(self, data):
         if self._status is not None:
             self.counts[self._status] = int(data)
@@ -156,17 +161,68 @@ def test_coverage_html_is_one_self_contained_page_with_the_counts(real_tree: Pat
     assert cells.counts == {s: cov.counts.get(s, 0) for s in STATUSES}
     assert cells.ops == len(cov.ops) + 1  # the header row
     assert cells.refs == []  # nothing loaded from elsewhere
+    text = page.read_text()
+    for status, meaning in STATUS_MEANING.items():  # the legend
+        assert f"{status}</td>" in text and html.escape(meaning) in text, status
+    assert 'id="filter"' in text and 'id="addable"' in text
     again = run("coverage", "--format", "html", "--output", page, "--root", real_tree)
-    assert again.exit_code == 2 and "exists" in again.output
+    assert again.exit_code == 2 and "exists" in again.output and "--force" in again.output
+    page.write_text("old")
+    forced = run("coverage", "--format", "html", "--output", page, "--force", "--root", real_tree)
+    assert forced.exit_code == 0 and page.read_text() == text
+    assert run("coverage", "--force", "--root", real_tree).exit_code == 2  # --force without -o
 
 
 def test_coverage_table_markdown_and_json(real_tree: Path, run):
     table = run("coverage", "--root", real_tree)
     assert table.exit_code == 0 and "MPS coverage of" in table.stdout and "migration candidates" in table.stdout
     md = run("coverage", "--format", "markdown", "--root", real_tree)
-    assert md.stdout.startswith("| status | ops | share |")
+    assert md.stdout.startswith("MPS coverage of ") and "| status | ops | share | meaning |" in md.stdout
+    assert "| heaviside | binary | specs/heaviside.yaml | ready |" in md.stdout
     doc = json.loads(run("coverage", "--format", "json", "--root", real_tree).stdout)
     assert doc["total"] == sum(doc["counts"].values())
+    assert set(doc["statuses"]) == {*STATUSES, "delegate"}
+    heaviside = next(x for x in doc["addable_ops"] if x["op"] == "heaviside")
+    assert heaviside["kind"] == "binary" and heaviside["spec"] == "specs/heaviside.yaml"
+    assert heaviside["command"].startswith("mpsgen new-op heaviside --spec ")
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_coverage_fits_the_terminal(real_tree: Path, run, monkeypatch, columns: int):
+    """The summary and a legend of every status first, then aligned columns within the
+    terminal's width, with no name cut: the top 20 candidates (--limit N, --all) and the
+    missing ops new-op can add."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    cov = addable_ops(PytorchTree(real_tree), coverage(PytorchTree(real_tree)))
+    res = run("coverage", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"MPS coverage of {len(cov.ops)} ops in {NATIVE_FUNCTIONS}"
+    assert max(map(len, lines)) <= columns, [line for line in lines if len(line) > columns]
+    legend = lines[2 : 2 + len(STATUSES) + 2]
+    assert legend[0].split() == ["status", "ops", "share", "meaning"]
+    for line, status in zip(legend[1:], [*STATUSES, "delegate"]):
+        assert line.split()[0] == status and line.endswith(STATUS_MEANING[status])
+        if status != "delegate":
+            assert line.split()[1] == str(cov.counts.get(status, 0))
+    # aligned: each count's last digit under the heading's last letter
+    header = next(line for line in lines if line.lstrip().startswith("tag "))
+    for line in lines[lines.index(header) + 1 : lines.index(header) + 1 + len(cov.by_tag)]:
+        for word in header.split()[1:]:
+            end = header.index(f" {word}") + len(word) + 1
+            assert line[end - 1].isdigit() and (end == len(line) or line[end] == " "), (word, line)
+    shown = [line for line in lines if re.match(r"^ +\d+  \S", line)]
+    assert len(shown) == 20 and [line.split()[1] for line in shown] == [x["op"] for x in cov.candidates[:20]]
+    assert f"... {len(cov.candidates) - 20} more: --all lists them" in res.stdout
+    assert re.search(r"^  heaviside +binary +yes +ready$", res.stdout, re.M)
+    few = run("coverage", "--limit", "3", "--root", real_tree).stdout
+    assert len([line for line in few.splitlines() if re.match(r"^ +\d+  \S", line)]) == 3
+    everything = run("coverage", "--all", "--root", real_tree).stdout
+    assert max(map(len, everything.splitlines())) <= columns
+    words = set(everything.split())
+    assert all(x["op"] in words for x in cov.candidates) and all(x["op"] in words for x in cov.addable)
+    assert run("coverage", "--all", "--limit", "3", "--root", real_tree).exit_code == 2
+    assert run("coverage", "--limit", "0", "--root", real_tree).exit_code == 2
 
 
 def test_version(run):
@@ -198,6 +254,19 @@ def test_coverage_html_renders_in_chromium_with_its_counts_and_sorts(real_tree: 
     cells.feed(_render(page, tmp_path))
     assert cells.counts == {s: cov.counts.get(s, 0) for s in STATUSES}
     assert cells.ops == len(cov.ops) + 1
+    # typing in the filter box, in the browser, leaves the ops (and addable ops) that match
+    typed = tmp_path / "typed.html"
+    typed.write_text(page.read_text().replace(
+        "</body>",
+        '<script>var f = document.getElementById("filter"); f.value = "special_";'
+        ' f.dispatchEvent(new Event("input"));</script></body>',
+    ))
+    dom = _render(typed, tmp_path)
+    body = dom[dom.index('<table id="ops">') :]
+    visible = re.findall(r'<tr><td>([\w.]+)</td><td data-status=', body)
+    hidden = re.findall(r'<tr hidden=""><td>([\w.]+)</td><td data-status=', body)
+    assert visible and all("special_" in op for op in visible) and len(visible) + len(hidden) == len(cov.ops)
+    assert f'<span id="shown">{len(visible)}</span>' in dom
     # a click on the "migration rank" header, in the browser, sorts the ops by rank
     clicked = tmp_path / "clicked.html"
     clicked.write_text(page.read_text().replace("</body>", '<script>document.querySelector(\'#ops th[data-col="2"]\').click();</script></body>'))

@@ -238,20 +238,18 @@ def pointwise_tree(real_tree: Path) -> Path:
     return real_tree
 
 
-def test_ternary_migration(pointwise_tree: Path, real_sources, run):
+def test_a_ternary_op_with_a_scalar_is_refused(pointwise_tree: Path, run):
+    # addcmul_stub takes (iterator, Scalar value): a ternary kernel's host function takes the
+    # iterator alone, so its REGISTER_DISPATCH would not compile (nor would the value reach it)
+    before = snapshot(pointwise_tree)
     res = run(
         "migrate-from-mpsgraph", "addcmul", "--kind", "ternary", "--opmath", "--expr", "a + b * c", "--allow-dtype-loss",
         "--stub", "addcmul_stub", "--root", pointwise_tree,
     )
-    assert res.exit_code == 0, res.output
-    metal = read(pointwise_tree, BINARY_METAL)
-    assert "inline T operator()(const T a, const T b, const T c) {" in metal
-    for t in ("float", "half", "bfloat"):
-        assert f"REGISTER_OPMATH_TERNARY_OP(addcmul, {t}, {t});" in metal
-    assert 'lib.exec_ternary_kernel(iter, "addcmul");' in read(pointwise_tree, f"{OPS}/BinaryKernel.mm")
-    assert with_mps(real_sources, "addcmul_out") in read(pointwise_tree, YAML)
-    mm = read(pointwise_tree, f"{OPS}/PointwiseOps.mm")
-    assert "addcmul" not in mm and "logit_out_mps" in mm
+    assert res.exit_code == 1, res.output
+    assert "addcmul_stub" in res.output and "REGISTER_DISPATCH would not compile" in res.output
+    assert "no ternary alpha macro" in res.output
+    assert snapshot(pointwise_tree) == before
 
 
 def test_unary_alpha_migration_plain_functions_two_rows(pointwise_tree: Path, run):
@@ -342,7 +340,7 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
         (["acosh", "--unary", "--row", "acosh.nope"], 1, ["not a row of acosh"]),
         (["equal"], 1, ["equal", "CPU and CUDA use different kernels"]),  # the kind from the schema: binary
         (["acossh"], 1, ["not in", "Did you mean acosh"]),
-        (["threshold"], 1, ["takes 1 tensor and 2 scalars, which fits no kind"]),
+        (["clamp"], 1, ["takes 1 tensor and 2 scalars, which fits no kind"]),
         (["add"], 1, ["add_out_mps", "no row of it has a `CPU, CUDA:` kernel line"]),
         (["acosh", "--binary"], 1, ["--binary says acosh is `binary`, but its schema says `unary`"]),
         ([], 2, ["give the op to migrate", "--list"]),
@@ -482,7 +480,8 @@ def test_list_json_on_torch_2_13(real_tree: Path, run, release):
     assert data["sigmoid_backward"]["kind"] == "binary"
     assert data["sigmoid_backward"]["rows"][0]["impl"]["file"].endswith("Activation.mm")
     assert data["addcmul"]["kind"] == "ternary" and data["addcmul"]["rows"][0]["impl"] is None
-    assert data["threshold"]["kind"] == "other"
+    assert data["threshold"]["kind"] == "binary_params" and data["threshold"]["spec"] == "specs/threshold.yaml"
+    assert data["softplus"]["kind"] == "unary_params"
     assert data["logit_backward"]["kind"] == "binary_alpha"
     assert {r["row"] for r in data["pow"]["rows"]} == {"pow.Tensor_Tensor_out", "pow.Scalar_out"}
     assert data["signbit"]["rows"][0]["problem"] is None  # split CPU/CUDA lines: MPS names their kernel
@@ -496,12 +495,20 @@ def test_list_table(real_tree: Path, run, release):
     res = run("migrate-from-mpsgraph", "--list", "--root", real_tree)
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0].split() == ["OP", "KIND", "ROWS", "MPSGRAPH", "TAGS", "SPEC", "NOTE"]
+    assert max(map(len, lines)) <= 100, [line for line in lines if len(line) > 100]  # fits 100 columns
+    assert lines[0].split() == ["OP", "KIND", "ROWS", "MPSGRAPH", "SPEC", "STATE"]
     acosh = next(line for line in lines if line.startswith("acosh "))
     assert "UnaryOps.mm:60" in acosh and " yes " in acosh and acosh.rstrip().endswith("ready")
     mm = next(line for line in lines if line.startswith("mm "))
-    assert "not elementwise" in mm
-    assert "candidate(s)" in lines[-1] and "elementwise" in lines[-1]
+    assert mm.endswith("not elementwise")
+    # what an op needs is on the lines below it, whole
+    atanh = lines.index(next(line for line in lines if line.startswith("atanh ")))
+    assert lines[atanh].endswith("needs work") and lines[atanh + 1].startswith("    ")
+    # every candidate's name is there, whole (a long one on a line of its own)
+    names = {line.split()[0] for line in lines if line and not line.startswith(" ")}
+    assert {c["op"] for c in json.loads(run("migrate-from-mpsgraph", "--list", "--format", "json", "--root", real_tree).stdout)} <= names
+    summary = " ".join(res.stdout.rstrip().split("\n\n")[-1].split())  # (wrapped at 100 columns)
+    assert "candidate(s)" in summary and summary.endswith("ready to migrate.")
 
 
 def test_list_after_migration_drops_the_op(real_tree: Path):
@@ -519,7 +526,11 @@ def test_list_after_migration_drops_the_op(real_tree: Path):
         ("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", "binary_alpha"),
         ("logit(Tensor self, float? eps=None) -> Tensor", "unary_alpha"),
         ("addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)", "ternary"),
-        ("threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)", "other"),
+        ("threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)", "unary_params"),
+        ("softplus_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, Tensor(a!) grad_input) -> Tensor(a!)", "binary_params"),
+        ("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor", "unary_params"),
+        ("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)", "other"),
+        ("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)", "other"),
         ("pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)", "other"),
         ("cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", "other"),
         ("flip(Tensor self, int[] dims) -> Tensor", "other"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -150,7 +151,7 @@ def test_declared_stub_gives_no_problem(real_tree: Path, run):
     "args, code, needle",
     [
         (["heaviside", "--unary", "--binary"], 2, "mutually exclusive"),
-        (["threshold"], 1, "takes 1 tensor and 2 scalars, which fits no kind"),  # the kind is read from the schema
+        (["clamp"], 1, "takes 1 tensor and 2 scalars, which fits no kind"),  # the kind is read from the schema (Scalar? min, max)
         (["frexp"], 1, "returns 2 tensors"),
         (["heaviside", "--unary"], 1, "--unary says heaviside is `unary`, but its schema says `binary`"),
         (["heaviside", "--kind", "other"], 2, "--kind other: not a kind mpsgen writes"),
@@ -273,11 +274,22 @@ def test_no_tree_found_from_cwd(tmp_path: Path, run, monkeypatch):
     assert result.exit_code == 2 and "not inside a PyTorch source tree" in result.stderr
 
 
-def test_demo_runs(run):
+def test_demo_runs(run, tmp_path: Path):
     result = run("demo")
     assert result.exit_code == 0, result.output
     assert "+    CPU, CUDA, MPS: heaviside_out" in result.stdout
-    assert "real native_functions.yaml" in result.stderr
+    err = result.stderr
+    assert "real native_functions.yaml" in err
+    # the temporary tree is never named (it is gone when the demo ends); it says so
+    assert "mpsgen-demo-" not in err and "--root" not in err
+    assert "a temporary folder (removed when the demo ends)" in err and err.rstrip().endswith("keeps one to try the commands in.")
+    # what would change: a list, a file a line
+    listed = err[err.index("5 file(s) would change (nothing written):\n") :].splitlines()[1:]
+    assert listed[0] == f"  {NATIVE_FUNCTIONS}: MPS joins the shared kernel line of heaviside.out"
+    assert any(line.startswith(f"  {COMMON_MPS}: removed xfail/skip entries for heaviside") for line in listed)
+    kept = run("demo", "--keep", tmp_path / "kept")
+    assert kept.exit_code == 0 and f"the practice tree stays in {tmp_path / 'kept'}:" in kept.stderr
+    assert f"cd {tmp_path / 'kept'} && mpsgen new-op heaviside --spec specs/heaviside.yaml" in kept.stderr
 
 
 def test_functor_file_and_spec_flags(real_tree: Path, run, tmp_path: Path):
@@ -392,15 +404,91 @@ def test_alpha_type_needs_a_library_that_takes_it(real_tree: Path):
     assert problems and "takes no ScalarType" in problems[0]
 
 
-def test_next_steps_name_the_build_and_the_tests_the_change_turns_green(real_tree, run):
+# tests the OpInfo tests are instantiated from whose names lie close to those a change un-xfails
+_NEIGHBOURS = (
+    "test_output_match", "test_output_grad_match", "test_out", "test_out_warning", "test_dtypes",
+    "test_noncontiguous_samples", "test_variant_consistency_eager", "test_python_ref", "test_python_ref_torch_fallback",
+    "test_python_ref_executor", "test_python_ref_meta", "test_compare_cpu", "test_errors", "test_numpy_ref_mps",
+)
+_CLASSES = {"test_output_match": "TestConsistency", "test_output_grad_match": "TestConsistency", "test_numpy_ref_mps": "TestCommon"}
+
+
+def real_test_names(root: Path) -> set[tuple[str, str, str]]:
+    """(class, test, instantiated name) of the MPS tests torch would make of every OpInfo of
+    the tree's OpInfo files (its formatted_name: name and variant, dots made underscores),
+    for each test of _NEIGHBOURS, without a dtype and with a few."""
+    from mpsgen.tree.opinfo import _entry, headers
+
+    names = set()
+    for rel in PytorchTree(root).opinfo_files():
+        text = (root / rel).read_text(encoding="utf-8")
+        for h in headers(text):
+            e = _entry(rel, text, h)
+            if e is not None:
+                names.add(f"{e.name}.{e.variant}".replace(".", "_") if e.variant else e.name.replace(".", "_"))
+    return {
+        (_CLASSES.get(test, "TestCommon"), test, f"{test}_{name}_mps{suffix}")
+        for name in names for test in _NEIGHBOURS for suffix in ("", "_float32", "_float16", "_int64", "_bool", "_complex64")
+    }
+
+
+def selected(expression: str, tests: set[tuple[str, str, str]]) -> set[str]:
+    """The names pytest's -k ``expression`` selects (a word matches a substring of the test's
+    name, its class's or its module's, ignoring case), by pytest's own expression evaluator."""
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+    out = set()
+    for cls, _test, name in tests:
+        words = (name.lower(), f"{cls}MPS".lower(), "test_mps.py" if cls == "TestConsistency" else "test_ops.py")
+        if compiled.evaluate(lambda word, **_kw: any(word.lower() in w for w in words)):
+            out.add(name)
+    return out
+
+
+def test_next_steps_run_exactly_the_tests_the_change_un_xfails(real_tree, run):
+    """One pytest command, checked against the names torch gives the tests of every OpInfo of
+    the release: it selects the tests whose MPS xfail the change removes (common_mps.py's entry:
+    TestConsistency.test_output_match; the DecorateInfos of heaviside and _refs.heaviside) for
+    every dtype, and no other test (test_out_warning is not test_out, _refs.heaviside's test_out
+    is not heaviside's)."""
+    universe = real_test_names(real_tree)
+    text = (real_tree / COMMON_METHODS).read_text(encoding="utf-8")
     res = run("new-op", "heaviside", "--binary", "--integer", "--root", real_tree)
     assert res.exit_code == 0, res.output
     err = res.stderr
     assert "next steps:" in err and "python -m pip install --no-build-isolation -v -e ." in err
     assert "--with-test" in err and "--pr-description" in err  # the hints
-    assert "python test/test_mps.py -v -k test_output_match_heaviside" in err
-    # the OpInfo decorators the change removed: each its test command
-    assert 'python -m pytest test/test_ops.py -v -k "TestCommon and test_out and heaviside and mps"' in err
+    [command] = [line.strip()[len("test:") :].strip() for line in err.splitlines() if line.strip().startswith("test:")]
+    m = re.fullmatch(r'python -m pytest test/test_mps\.py test/test_ops\.py -v -k "([^"]+)"', command)
+    assert m, command
+    # what the change un-xfailed, read from the lines it removed: (test, the OpInfo they sat in)
+    after = (real_tree / COMMON_METHODS).read_text(encoding="utf-8")
+    before_lines, after_lines = text.split("\n"), after.split("\n")
+    removed = set()
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, before_lines, after_lines, autojunk=False).get_opcodes():
+        for i in range(i1, i2) if tag in ("delete", "replace") else ():
+            d = re.search(r"DecorateInfo\(unittest\.expectedFailure, 'TestCommon', '(\w+)', device_type='mps'\)", before_lines[i])
+            if d:
+                offset = len("\n".join(before_lines[:i]))
+                *_, header = re.finditer(r"\w*Info\(\s*(['\"])([\w.]+)\1", text[:offset])
+                removed.add((d.group(1), header.group(2).replace(".", "_")))
+    assert {op for _t, op in removed} == {"heaviside", "_refs_heaviside"}, removed
+    expected = {name for _c, test, name in universe if name.startswith("test_output_match_heaviside_mps")}
+    expected |= {name for _c, test, name in universe for t, op in removed if name.startswith(f"{t}_{op}_mps")}
+    got = selected(m.group(1), universe)
+    assert got == expected, (sorted(got - expected)[:5], sorted(expected - got)[:5])
+    assert any(n.startswith("test_out_warning_heaviside") for _c, _t, n in universe) and not any(n.startswith("test_out__refs_heaviside") for n in got)
+    assert "un-xfails on MPS: TestConsistency.test_output_match, TestCommon." in err
+
+
+def test_next_steps_of_a_change_that_un_xfails_nothing_run_its_consistency_tests(real_tree, run):
+    res = run("migrate-from-mpsgraph", "frac", "--dry-run", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    [command] = [line.strip() for line in res.stderr.splitlines() if line.strip().startswith("test:")]
+    m = re.search(r'-k "([^"]+)"', command)
+    universe = real_test_names(real_tree)
+    assert selected(m.group(1), universe) == {n for _c, t, n in universe if t == "test_output_match" and n.startswith("test_output_match_frac_mps")}
 
 
 def test_dtypes_the_opinfo_does_not_test_are_named(real_tree: Path, run):

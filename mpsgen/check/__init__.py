@@ -40,9 +40,12 @@ class CheckResult(NamedTuple):
     paths: frozenset[str] | None  # tree-relative paths reported on, None for the whole tree
     notes: tuple[str, ...] = ()  # about the run as a whole (a partial tree)
     hidden: int = 0  # findings left out because the tree is partial
+    label: str = ""  # what was checked, when not the paths (check --changed: the change)
 
     @property
     def scope(self) -> str:
+        if self.label:
+            return self.label
         if self.paths is None:
             return "whole tree"
         return f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}"
@@ -118,27 +121,34 @@ def run_check(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        index = Index(tree)
-        facts = Facts(index)
-        rules = [r for c, r in RULES.items() if codes is None or c in codes]
-        findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
-        notes: tuple[str, ...] = ()
-        hidden = 0
-        if not strict and (why := _partial_tree(facts)):
-            kept = [f for f in findings if f.code not in PARTIAL_CODES]
-            hidden = len(findings) - len(kept)
-            findings = kept
-            notes = (
-                f"{why}; the {hidden} {'/'.join(PARTIAL_CODES)} finding(s) that follow from the missing files are not listed (--strict lists them)."
-                if hidden
-                else f"{why}.",
-            )
+        findings, notes, hidden = index_findings(Index(tree), codes, strict)
         if selected is not None:
             findings = [f for f in findings if f.touches(selected)]
     finally:
         if collecting:
             gc.enable()
     return CheckResult(tree.root_dir, findings, selected, notes, hidden)
+
+
+def index_findings(index: Index, codes: frozenset[str] | None, strict: bool) -> tuple[list[Finding], tuple[str, ...], int]:
+    """(findings, notes, hidden) of the rules ``codes`` (all when None) over an index: the
+    whole tree's, sorted by place; on a partial tree without ``strict`` the findings its
+    missing files cause are left out (``hidden`` of them) and summed up in a note."""
+    facts = Facts(index)
+    rules = [r for c, r in RULES.items() if codes is None or c in codes]
+    findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+    notes: tuple[str, ...] = ()
+    hidden = 0
+    if not strict and (why := _partial_tree(facts)):
+        kept = [f for f in findings if f.code not in PARTIAL_CODES]
+        hidden = len(findings) - len(kept)
+        findings = kept
+        notes = (
+            f"{why}; the {hidden} {'/'.join(PARTIAL_CODES)} finding(s) that follow from the missing files are not listed (--strict lists them)."
+            if hidden
+            else f"{why}.",
+        )
+    return findings, notes, hidden
 
 
 def _partial_tree(facts: Facts) -> str | None:

@@ -11,7 +11,8 @@ from mpsgen.check.model import RULES
 from mpsgen.errors import BadInput, Location
 from mpsgen.tree.source import read_bounded
 
-CONFIG_KEYS = ("select", "ignore", "baseline", "strict")
+CONFIG_KEYS = ("select", "ignore", "baseline", "strict", "fail_on")
+FAIL_ON = ("error", "warning")
 
 
 class CheckConfig(NamedTuple):
@@ -20,6 +21,7 @@ class CheckConfig(NamedTuple):
     baseline: str | None = None  # relative to the tree root
     strict: bool = False
     source: str | None = None  # the file it came from
+    fail_on: str | None = None  # "error" or "warning": the least severe finding that fails a run (None: the default)
 
 
 def split_codes(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -108,7 +110,10 @@ def load_config(root: str) -> CheckConfig:
     strict = table.get("strict", False)
     if not isinstance(strict, bool):
         raise BadInput(f"{shown}: 'strict' must be true or false.")
-    return CheckConfig(codes("select"), codes("ignore"), baseline, strict, shown)
+    fail_on = table.get("fail_on")
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise BadInput(f"{shown}: 'fail_on' must be \"error\" (warnings alone do not fail) or \"warning\" (any finding fails).")
+    return CheckConfig(codes("select"), codes("ignore"), baseline, strict, shown, fail_on)
 
 
 def _read_toml(path: str) -> dict:

@@ -646,6 +646,8 @@ def nan_dropping_min_max(f: Facts) -> Iterator[Finding]:
                     qualifier = re.sub(r"\s+", "", c.group(1))
                     if qualifier.endswith("c10::metal::") or (qualifier and not qualifier.endswith("metal::") and qualifier != "::"):
                         continue  # c10::metal::min, or some other namespace's function
+                    if not qualifier and o.body[: c.start()].rstrip().endswith(("::", ".", "->")):
+                        continue  # a member: numeric_limits<T>::max(), x.max()
                     line = o.body_line + o.body.count("\n", 0, c.start())
                     yield Finding(
                         m.path, line, 0, "MPS010", WARNING,

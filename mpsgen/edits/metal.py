@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpsgen.edits import backslashes_aligned, insert_lines, realign_backslashes
+from mpsgen.edits import backslashes_aligned, insert_lines, metal_statement, realign_backslashes
 from mpsgen.registrations import VEC2, RegistrationPlan
 from mpsgen.tree.metal import MacroCall, MetalSource, scan_metal
 
@@ -147,6 +147,12 @@ def add_op(text: str, addition: MetalAddition) -> str:
         insertions.append((end, seq, ([""] if grouped else []) + list(stmts)))
         return end
 
+    plan = RegistrationPlan(
+        tuple(metal_statement(s) for s in plan.statements),
+        tuple(metal_statement(s) for s in plan.complex_statements),
+        plan.bulk_lines,
+        plan.already,
+    )
     real_at = place(plan.statements, False, 1)
     complex_at = place(plan.complex_statements, True, 2)
     if plan.complex_statements and complex_at is None:

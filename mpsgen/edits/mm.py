@@ -21,6 +21,16 @@ COLUMN_LIMIT = 120
 
 
 @dataclass(frozen=True)
+class ParamsHost:
+    """The host side of a params-kind op: the stub's arguments, the struct they fill."""
+
+    struct: str  # SoftplusParams
+    arguments: tuple[tuple[str, str], ...]  # (C++ type as the stub's function type writes it, name)
+    inits: tuple[str, ...]  # the struct's field initialisers, in field order (opmath_t is the field type)
+    dispatch: str  # the AT_DISPATCH macro's head, up to the dtype: "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, "
+
+
+@dataclass(frozen=True)
 class KernelAddition:
     op: str  # the Metal kernel name passed to exec_*_kernel
     stub: str
@@ -28,6 +38,19 @@ class KernelAddition:
     alpha: bool
     helper_macro: str | None  # use this helper macro instead of an explicit function
     alpha_scalar_type: str | None = None  # ``ScalarType::Float``: the registered alpha type, when not the input's
+    params: ParamsHost | None = None  # a params kind: exec_*_kernel_with_params
+
+
+def call_arguments(head: str, args: list[str], tail: str, indent: int) -> str:
+    """``head(args)tail`` laid out as clang-format does a call in PyTorch's .mm files: on one
+    line; else every argument on the next line, 4 columns in; else one argument a line there."""
+    pad = " " * indent
+    if len(pad + head) + len(", ".join(args)) + len(tail) <= COLUMN_LIMIT:
+        return pad + head + ", ".join(args) + tail
+    inner = " " * (indent + 4)
+    if len(inner) + len(", ".join(args)) + len(tail) <= COLUMN_LIMIT:
+        return f"{pad}{head}\n{inner}" + ", ".join(args) + tail
+    return f"{pad}{head}\n" + ",\n".join(inner + a for a in args) + tail
 
 
 def kernel_function_name(op: str) -> str:
@@ -62,6 +85,25 @@ def _signature(function: str, alpha: bool) -> str:
 
 def render_kernel_function(addition: KernelAddition, library: str) -> str:
     function = kernel_function_name(addition.op)
+    if addition.params is not None:
+        p = addition.params
+        head = _declarator(function).split("\n")[-1] + "("
+        return render(
+            "mm/params_kernel_function.mm.j2",
+            declarator=_declarator(function),
+            signature=wrap_arguments(head, ["TensorIteratorBase& iter"] + [f"{t} {n}" for t, n in p.arguments], ") {"),
+            dispatch=p.dispatch,
+            function=function,
+            struct=p.struct,
+            inits=wrap_arguments(f"const {p.struct}<opmath_t> params{{", list(p.inits), "};", indent=4),
+            call=call_arguments(
+                f"{library}.exec_{addition.kind}_kernel_with_params(",
+                ["iter", f'"{addition.op}"', "params",
+                 f'fmt::format("{p.struct}_{{}}", mps::scalarToMetalTypeString(iter.common_dtype()))'],
+                ");",
+                indent=4,
+            ),
+        )
     return render(
         "mm/kernel_function.mm.j2",
         declarator=_declarator(function),

@@ -177,16 +177,23 @@ def remove_impls(text: str, impls: list[MPSGraphImpl], ops: set[str]) -> tuple[s
 
     # includes of the ops' native headers that nothing left needs
     gone_includes: list[str] = []
+    included_ops = re.findall(r"^[ \t]*#[ \t]*include[ \t]*<ATen/ops/(\w+)_native\.h>", "\n".join(lines), re.M)
     for op in sorted(ops):
         header = f"{op}_native.h"
         at = _include_line(lines, header)
         if at is None:
             continue
-        rx = re.compile(rf"\b{re.escape(op)}(?:_\w*)?\b")
+        # what <op>_native.h declares: the op's kernels (threshold_out_mps) and structured
+        # classes; a bare `threshold` is a variable, an at::threshold call needs ATen/ops/threshold.h
+        rx = re.compile(rf"\b(?:structured_)?{re.escape(op)}_\w+")
+        # a name of a longer op whose own header the file includes (softplus_backward_out_mps
+        # for softplus) needs that header, not this one
+        longer = [o for o in included_ops if o.startswith(op + "_")]
         needed = any(
-            rx.search(ln)
+            not any(m.group().removeprefix("structured_").startswith(o) for o in longer)
             for i, ln in enumerate(masked_lines)
             if i not in removed and not ln.lstrip().startswith("#")
+            for m in rx.finditer(ln)
         )
         if not needed:
             removed.add(at)

@@ -13,6 +13,7 @@ import yaml
 
 from mpsgen.errors import MpsgenError, Refused
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
+from mpsgen.tree.source import text_lines
 
 _KEYS = re.compile(r"^(    )([A-Za-z0-9_, ]+?)(\s*:\s*)(\S.*)$")
 
@@ -43,7 +44,7 @@ def migrate_rows(text: str, rows: list[str], scanned: NativeFunctions | None = N
 
 def _edit_rows(text: str, rows: list[str], *, migrate: bool, scanned: NativeFunctions | None) -> str:
     table = (scanned or scan_native_functions(text)).by_name()
-    lines = text.split("\n")
+    lines = list(text_lines(text))
     drop: set[int] = set()
     touched: list[NativeFunction] = []
     for row in rows:
@@ -84,7 +85,9 @@ def _edit_rows(text: str, rows: list[str], *, migrate: bool, scanned: NativeFunc
                 )
             drop.add(d.line - 1)
         touched.append(entry)
-    new_text = "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    for i in sorted(drop, reverse=True):
+        del lines[i]
+    new_text = "\n".join(lines)
     verify(text, new_text, touched)
     return new_text
 
@@ -108,20 +111,33 @@ def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
         if before != after:
             raise MpsgenError("internal error: native_functions.yaml changed without a touched row; nothing written.")
         return
-    old_lines = before.split("\n")
-    new_lines = after.split("\n")
-    removed = len(old_lines) - len(new_lines)
+    old_lines = text_lines(before)
+    removed = len(old_lines) - 1 - after.count("\n")
     # the touched entries are re-read from the span of lines that holds them all (the edit
-    # changes lines inside them only: the lines before the first one did not move)
+    # changes lines inside them only: the lines before the first one did not move): old lines
+    # [first, end), new lines [first, last)
     first = min(e.start_line for e in touched) - 1
-    last = max(e.end_line for e in touched) - removed
-    new_scan = scan_native_functions("\n".join(new_lines[first:last]) + "\n").by_name()
+    end = max(e.end_line for e in touched)
+    last = end - removed
+    # the new span is read from where the unchanged lines before it end, the lines after it
+    # compared as one string: the ~16k lines of the edited text are not split one by one
+    at = sum(map(len, old_lines[:first])) + first  # offset of the span in both texts
+    old_rest = before[at + sum(map(len, old_lines[first:end])) + end - first :]
+    span = None
+    if last > first and after.startswith(before[:at]):
+        parts = after[at:].split("\n", last - first)
+        if len(parts) == last - first + 1:
+            span, new_rest, same_head = parts[:-1], parts[-1], True
+    if span is None:  # lines moved before the span (refused below): read the whole text as lines
+        new_lines = text_lines(after)
+        span, new_rest, same_head = list(new_lines[first:last]), "\n".join(new_lines[last:]), old_lines[:first] == new_lines[:first]
+    new_scan = scan_native_functions("\n".join(span) + "\n").by_name()
     for entry in touched:
         new_entry = new_scan.get(entry.name)
         if new_entry is None:
             raise MpsgenError(f"internal error: row {entry.name} vanished while editing; nothing written.")
         old = yaml.load(_entry_text(old_lines, entry), Loader=_Loader)
-        new = yaml.load(_entry_text(new_lines, new_entry, shift=first), Loader=_Loader)
+        new = yaml.load(_entry_text(span, new_entry), Loader=_Loader)
         old_map, new_map = old[0], new[0]
         if {k: v for k, v in old_map.items() if k != "dispatch"} != {k: v for k, v in new_map.items() if k != "dispatch"}:
             raise MpsgenError(f"internal error: editing {entry.name} changed more than its dispatch; nothing written.")
@@ -132,10 +148,11 @@ def verify(before: str, after: str, touched: list[NativeFunction]) -> None:
             raise MpsgenError(f"internal error: {entry.name} did not end with MPS on the CPU/CUDA kernel.")
         if not kernels <= set(old_map["dispatch"].values()):
             raise MpsgenError(f"internal error: editing {entry.name} introduced a new kernel name; nothing written.")
-    # every line outside the touched dispatch lines is unchanged, in order
+    # every line outside the touched dispatch lines is unchanged, in order: the lines before
+    # and after the span of the touched entries compared whole, those of the span one by one
     changed_old = {d.line - 1 for e in touched for d in e.dispatch if d.shared_cpu_cuda or d.has_mps}
-    kept_old = [ln for i, ln in enumerate(old_lines) if i not in changed_old]
-    changed_new = {first + d.line - 1 for e in touched for d in new_scan[e.name].dispatch if d.shared_cpu_cuda or d.has_mps}
-    kept_new = [ln for i, ln in enumerate(new_lines) if i not in changed_new]
-    if kept_old != kept_new or removed < 0:
+    kept_old = [ln for i, ln in enumerate(old_lines[first:end], first) if i not in changed_old]
+    changed_new = {d.line - 1 for e in touched for d in new_scan[e.name].dispatch if d.shared_cpu_cuda or d.has_mps}
+    kept_new = [ln for i, ln in enumerate(span) if i not in changed_new]
+    if removed < 0 or kept_old != kept_new or not same_head or old_rest != new_rest:
         raise MpsgenError("internal error: native_functions.yaml changed outside the touched rows; nothing written.")

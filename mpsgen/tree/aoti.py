@@ -14,6 +14,7 @@ here before it runs the tree's own torchgen (:mod:`mpsgen.aoti`).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from typing import NamedTuple
 
@@ -40,9 +41,11 @@ class _Unreadable(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=2)
 def read_fallback_ops(text: str, name: str = "inductor_fallback_ops") -> dict[str, FallbackOp] | None:
     """The entries of the dict literal assigned to ``name`` (None when there is none, or it
-    holds anything but strings, lists and dicts: then nothing is said about it)."""
+    holds anything but strings, lists and dicts: then nothing is said about it). Read once per
+    text (every op a run plans asks it of the same file): the answer is shared, read it only."""
     m = re.search(rf"^{name}\b[^=\n]*=[ \t]*\{{", text, re.M)
     if m is None:
         return None
@@ -220,8 +223,12 @@ class YamlEntries:
 
     def __init__(self, text: str):
         self.padded = "\n" + text  # offset i here is offset i - 1 of the text
-        self.starts = {m.group(1): m.start() for m in _HEADER.finditer(self.padded)}
         self._lines: list[tuple[int, int]] = [(0, 1)]  # (offset, its line) already counted
+
+    @functools.cached_property
+    def starts(self) -> dict[str, int]:
+        """Entry name -> its offset (found when first asked: :meth:`delegating_to` needs none)."""
+        return {m.group(1): m.start() for m in _HEADER.finditer(self.padded)}
 
     def _line(self, at: int) -> int:
         """The 1-based line of the text at ``at`` of the padded text (counting from the nearest

@@ -7,6 +7,7 @@ from another version's is read as it is.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -47,8 +48,16 @@ class MetalSource:
     line_count: int
 
 
+@functools.lru_cache(maxsize=16)
 def scan_metal(text: str) -> MetalSource:
-    masked = mask_c_comments_and_strings(text)
+    """What ``text`` defines and states at top level. Scanned once per text: a plan asks it of
+    the kernel file and indexing.h, and coverage plans dozens of ops (the answer is shared:
+    read it only)."""
+    return scan_masked(text, mask_c_comments_and_strings(text))
+
+
+def scan_masked(text: str, masked: str) -> MetalSource:
+    """:func:`scan_metal` of ``text`` whose comments and strings are already blanked (``masked``)."""
     starts = line_starts(text)
     lines = text.split("\n")
     # the #defines, read by the one define scanner (:mod:`mpsgen.tree.clike`); every

@@ -27,15 +27,52 @@ def declaring_headers(tree: PytorchTree, names: list[str]) -> dict[str, list[str
     for rel in tree.list_files(C10_METAL_DIR, (".h",)):
         text = tree.read(rel).text
         for n in names:
-            if n not in text:
-                continue
-            for m in re.finditer(rf"^([ \t]*)([^\n]*?)\b{re.escape(n)}\s*\(", text, re.M):
-                head = m.group(2).strip()
-                if not head or head.startswith(_NOT_A_DECLARATION) or "=" in head or "(" in head:
-                    continue
+            if n in text and _declares(text, n):
                 found[n].append(rel)
-                break
     return found
+
+
+def _declares(text: str, name: str) -> bool:
+    """Whether a line of ``text`` declares or defines ``name``: the first ``name(`` of the line
+    follows a type, not a statement (``return``, ``if``...) or an expression. Visits only the
+    places that name it (a C-speed search), not every line. A type (``using opmath_t = ...``,
+    ``struct name``) or a variable template (``constexpr bool name = ...``) counts too."""
+    judged = -1  # the start of the last line whose first call was judged
+    for m in re.finditer(re.escape(name), text):  # a literal: a C-speed search (a leading \b is not)
+        at, end = m.span()
+        if at and _is_word(text[at - 1]):
+            continue  # inside a longer name
+        before = at
+        while before and text[before - 1].isspace():
+            before -= 1
+        word = before
+        while word and _is_word(text[word - 1]):
+            word -= 1
+        equals = _EQUALS.match(text, end)
+        if before < at and (
+            (text[word:before] == "using" and equals)
+            or (text[word:before] in ("struct", "class") and not _is_word(text[end : end + 1]))
+        ):
+            return True  # `using name =`, `struct name`
+        start = text.rfind("\n", 0, at) + 1
+        if equals and _CONSTEXPR.search(text, start, at):
+            return True  # `constexpr bool name = ...`
+        if start == judged or not _CALL.match(text, end):
+            continue
+        judged = start
+        head = text[start:at].strip()
+        if head and not head.startswith(_NOT_A_DECLARATION) and "=" not in head and "(" not in head:
+            return True
+    return False
+
+
+_EQUALS = re.compile(r"\s*=")
+_CALL = re.compile(r"\s*\(")
+_CONSTEXPR = re.compile(r"\bconstexpr\b[^;=(\n]*\Z")
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def included_closure(tree: PytorchTree, text: str) -> set[str]:

@@ -9,11 +9,12 @@ Lines are 0-based.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from mpsgen.tree.host import scan_host
-from mpsgen.tree.metal import MacroDef, scan_metal
+from mpsgen.tree.metal import MacroDef, scan_masked
 from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
 
 _LIB = re.compile(r"static\s+auto\s*&\s*(\w+)\s*=\s*mps::MetalShaderLibrary::getBundledLibrary\(\)")
@@ -87,10 +88,13 @@ def _helper_kind(d: MacroDef) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.lru_cache(maxsize=16)
 def scan_mm(text: str) -> MMSource:
+    """What the host file ``text`` holds. Scanned once per text (a plan looks for MPSGraph code
+    in every .mm file; coverage plans dozens of ops): the answer is shared, read it only."""
     masked = mask_c_comments_and_strings(text)
     starts = line_starts(text)
-    metal = scan_metal(text)  # same #define / top-level statement rules
+    metal = scan_masked(text, masked)  # same #define / top-level statement rules
     macros = metal.macros
 
     lib_m = _LIB.search(text)

@@ -7,12 +7,15 @@ skipped) that walks from the header's ``(`` to its match.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
-_HEADER = re.compile(r"""^[ \t]*(\w*Info)\(\s*(?:#[^\n]*\n\s*)*(['"])([\w.]+)\2""", re.M)
-_ATEN = r"""aten_name\s*=\s*['"]{}['"]"""
-_TORCH_OPINFO = r"""torch_opinfo_name\s*=\s*['"]{}['"]"""
+# an entry's header, ``XxxInfo('name'`` first on its line: found by its ``Info(`` (a literal the
+# regex engine looks for at C speed), the constructor's name then read back to the line start
+_HEADER = re.compile(r"""Info\(\s*(?:#[^\n]*\n\s*)*(['"])([\w.]+)\1""")
+_CTOR_HEAD = re.compile(r"[ \t]*(\w*)")
 _VARIANT = re.compile(r"""variant_test_name\s*=\s*['"]([\w.]*)['"]""")
 _ALIASES = re.compile(r"""aliases\s*=\s*\(([^)]*)\)""")
 
@@ -61,18 +64,53 @@ def python_close(text: str, open_pos: int) -> int:
     return -1
 
 
-_HEADERS: dict[str, list[tuple[int, str, str, int]]] = {}  # by file text: one scan per file and run
+Header = tuple[int, str, str, int]  # (header offset, constructor, name, offset of '(')
 
 
-def headers(text: str) -> list[tuple[int, str, str, int]]:
-    """(header offset, constructor, name, offset of '(') for every entry (each text scanned once:
-    a run that plans several ops asks about the same OpInfo files each time)."""
+class _Scanned(NamedTuple):
+    """An OpInfo file's headers, their offsets, and where names are given (once per text)."""
+
+    headers: list[Header]
+    starts: list[int]
+    named: dict[str, list[Header]]  # entry name -> its headers
+    aten_names: dict[str, list[int]]  # `aten_name='x'` -> where it is said
+    torch_opinfo_names: dict[str, list[int]]  # `torch_opinfo_name='x'` -> where it is said
+
+
+_HEADERS: dict[str, _Scanned] = {}  # by file text: one scan per file and run
+_ATEN_NAME = re.compile(r"""aten_name\s*=\s*['"]([^'"\n]*)['"]""")
+_TORCH_OPINFO_NAME = re.compile(r"""torch_opinfo_name\s*=\s*['"]([^'"\n]*)['"]""")
+
+
+def _said(pattern: re.Pattern, text: str) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for m in pattern.finditer(text):
+        found.setdefault(m.group(1), []).append(m.start())
+    return found
+
+
+def _scanned(text: str) -> _Scanned:
     found = _HEADERS.get(text)
     if found is None:
         if len(_HEADERS) >= 64:  # a long-lived caller reading many trees: keep it bounded
             _HEADERS.clear()
-        found = _HEADERS[text] = [(m.start(), m.group(1), m.group(3), text.index("(", m.start())) for m in _HEADER.finditer(text)]
+        hs = []
+        for m in _HEADER.finditer(text):
+            line = text.rfind("\n", 0, m.start()) + 1
+            head = _CTOR_HEAD.match(text, line, m.start())
+            if head.end() == m.start():  # nothing but the constructor's name before it on its line
+                hs.append((line, head.group(1) + "Info", m.group(2), m.start() + len("Info")))
+        named: dict[str, list[Header]] = {}
+        for h in hs:
+            named.setdefault(h[2], []).append(h)
+        found = _HEADERS[text] = _Scanned(hs, [h[0] for h in hs], named, _said(_ATEN_NAME, text), _said(_TORCH_OPINFO_NAME, text))
     return found
+
+
+def headers(text: str) -> list[Header]:
+    """(header offset, constructor, name, offset of '(') for every entry (each text scanned once:
+    a run that plans several ops asks about the same OpInfo files each time)."""
+    return _scanned(text).headers
 
 
 def _entry(path: str, text: str, h: tuple[int, str, str, int]) -> OpInfoEntry | None:
@@ -87,45 +125,35 @@ def _entry(path: str, text: str, h: tuple[int, str, str, int]) -> OpInfoEntry | 
     return OpInfoEntry(path, ctor, name, start, open_paren, close, variant.group(1) if variant else "", alias_names)
 
 
-def _enclosing(hs: list[tuple[int, str, str, int]], offset: int) -> tuple[int, str, str, int] | None:
-    best = None
-    for h in hs:
-        if h[0] < offset:
-            best = h
-        else:
-            break
-    return best
+def _enclosing(text: str, offset: int) -> Header | None:
+    """The last entry whose header starts before ``offset``."""
+    scanned = _scanned(text)
+    i = bisect.bisect_left(scanned.starts, offset)
+    return scanned.headers[i - 1] if i else None
 
 
 def find_op_entries(path: str, text: str, aten_op: str, extra_names: set[str]) -> list[OpInfoEntry]:
     """Entries for ``aten_op``: OpInfos named after it (or ``aten_name=`` it, or one of
     ``extra_names``) and the python refs that point at them."""
-    hs = headers(text)
-    wanted: dict[int, tuple[int, str, str, int]] = {}
-    names = {aten_op} | extra_names
-    for h in hs:
-        if h[2] in names and not h[2].startswith("_refs."):
+    scanned = _scanned(text)
+    wanted: dict[int, Header] = {}
+    for name in {aten_op} | extra_names:
+        if not name.startswith("_refs."):
+            wanted.update((h[0], h) for h in scanned.named.get(name, ()))
+    for at in scanned.aten_names.get(aten_op, ()):
+        h = _enclosing(text, at)
+        if h:
             wanted[h[0]] = h
-    if aten_op in text:
-        for m in re.finditer(_ATEN.format(re.escape(aten_op)), text):
-            h = _enclosing(hs, m.start())
-            if h:
-                wanted[h[0]] = h
-    entries = [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]
-    return entries
+    return [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]
 
 
 def find_ref_entries(path: str, text: str, opinfo_names: set[str]) -> list[OpInfoEntry]:
-    hs = headers(text)
-    wanted: dict[int, tuple[int, str, str, int]] = {}
-    for h in hs:
-        if h[2].startswith("_refs.") and h[2][len("_refs.") :] in opinfo_names:
-            wanted[h[0]] = h
+    scanned = _scanned(text)
+    wanted: dict[int, Header] = {}
     for name in opinfo_names:
-        if name not in text:
-            continue
-        for m in re.finditer(_TORCH_OPINFO.format(re.escape(name)), text):
-            h = _enclosing(hs, m.start())
+        wanted.update((h[0], h) for h in scanned.named.get("_refs." + name, ()))
+        for at in scanned.torch_opinfo_names.get(name, ()):
+            h = _enclosing(text, at)
             if h:
                 wanted[h[0]] = h
     return [e for h in sorted(wanted.values()) if (e := _entry(path, text, h))]

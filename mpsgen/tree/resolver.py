@@ -48,10 +48,28 @@ class KernelDefinition(NamedTuple):
     line: int  # 1-based
     stubs: tuple[str, ...]
     via: str | None = None  # the macro whose instance defines it
+    # the body returns before its stub call for integral and bool inputs (nan_to_num_out copies
+    # them): the stub, and the kernel registered for it, only ever see floating types
+    copies_integral: bool = False
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
+
+
+_INTEGRAL_EARLY_RETURN = re.compile(
+    r"\bif\s*\(\s*(?:c10::|at::)?isIntegralType\s*\([^;{}]*?\btrue\b[^;{}]*?\)\s*\)\s*\{[^{}]*\breturn\b[^{}]*\}"
+)
+
+
+def _copies_integral(body: str, stubs: tuple[str, ...]) -> bool:
+    """Whether ``body`` returns for integral and bool inputs (``isIntegralType(t, true)``)
+    before it calls any of its ``stubs``."""
+    m = _INTEGRAL_EARLY_RETURN.search(_LINE_COMMENT.sub("", body))
+    if m is None or not stubs:
+        return False
+    calls = [c.start() for s in stubs for c in re.finditer(rf"\b{re.escape(s)}\s*\(", _LINE_COMMENT.sub("", body))]
+    return bool(calls) and m.end() <= min(calls)
 
 
 class StubResolution(NamedTuple):
@@ -310,7 +328,11 @@ class _CppIndex:
                 for _, at in [s for s in self._starts.get(kernel, ()) if s[0] == i]:
                     m = _TOP_DEFINITION.match(text, at)
                     if m is not None and (m.group(1) or m.group(2)) == kernel:
-                        found = KernelDefinition(kernel, self.files[i][0], text.count("\n", 0, at) + 1, self._stubs_called(m.group(3)))
+                        body = m.group(3)
+                        stubs = self._stubs_called(body)
+                        found = KernelDefinition(
+                            kernel, self.files[i][0], text.count("\n", 0, at) + 1, stubs, None, _copies_integral(body, stubs)
+                        )
                         break
                 if found is None and i in macro_files:
                     found = self._made_by_macros(i)[kernel]

@@ -16,7 +16,11 @@ KIND_SHAPES = {
     "binary": "two tensor inputs",
     "binary_alpha": "two tensors and one scalar input",
     "ternary": "three tensor inputs",
+    "unary_params": "one tensor input and two or more Scalar, float, float? or bool arguments",
+    "binary_params": "two tensor inputs and two or more Scalar, float, float? or bool arguments",
 }
+# what a params kind's struct can hold (mpsgen.spec.PARAM_TYPES), by schema type
+PARAM_SCHEMA_TYPES = {"Scalar": "scalar", "float": "float", "float?": "optional_float", "bool": "bool"}
 
 
 def _split(func: str) -> tuple[str, str]:
@@ -76,6 +80,8 @@ def guess_kind(func: str) -> str:
         return "binary_alpha"
     if n == 3 and s <= 1:
         return "ternary"
+    if n in (1, 2) and s >= 2 and all(t in PARAM_SCHEMA_TYPES for t, _n in args if t != "Tensor"):
+        return "unary_params" if n == 1 else "binary_params"
     return "other"
 
 
@@ -93,11 +99,21 @@ def describe_inputs(func: str) -> str:
     return " and ".join(parts)
 
 
-def shape_problem(func: str, kind: str) -> str | None:
-    """Why a row of this schema cannot get a kernel of ``kind`` (None if it can)."""
+def shape_problem(func: str, kind: str, operands: tuple[str, ...] | None = None) -> str | None:
+    """Why a row of this schema cannot get a kernel of ``kind`` (None if it can). ``operands``:
+    the schema tensors a params kind's iterator runs on, when it says (threshold's (self, self))."""
     n_out = output_count(func)
     if n_out > 1:
         return f"it returns {n_out} tensors; mpsgen's kernels write one output (multi-output ops need a hand-written kernel)"
+    if operands and kind.endswith("_params"):
+        args = schema_args(func)
+        tensors = {n for t, n in args if t == "Tensor"}
+        if not set(operands) <= tensors:
+            return f"its tensors are {', '.join(sorted(tensors)) or 'none'}, not the spec's operands {', '.join(operands)}"
+        others = [t for t, _n in args if t != "Tensor"]
+        if not all(t in PARAM_SCHEMA_TYPES for t in others):
+            return f"it takes {', '.join(others)}, which a params struct cannot hold"
+        return None
     found = guess_kind(func)
     if found != kind:
         return f"it takes {describe_inputs(func)}, not {KIND_SHAPES.get(kind, kind)} (`{kind}`)"

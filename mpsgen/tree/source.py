@@ -7,6 +7,7 @@ with CRLF, so bytes outside the touched lines stay identical.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat as stat_mod
@@ -38,14 +39,15 @@ class SourceFile(NamedTuple):
                 location=Location(relpath, line),
                 hint="mpsgen only edits UTF-8 sources; re-encode the file or restore it from git.",
             ) from None
-        marker = _CONFLICT_MARKER.search(text)
+        # (each marker holds its run of 7: a substring search, at C speed, finds a file without any)
+        marker = _CONFLICT_MARKER.search(text) if "<<<<<<<" in text or ">>>>>>>" in text else None
         if marker is not None:
             raise BadInput(
                 "the file holds a merge conflict marker; mpsgen does not edit a file in the middle of a merge or rebase.",
                 location=Location(relpath, text.count("\n", 0, marker.start()) + 1),
                 hint="Resolve the conflict (or `git checkout -- <file>`), then run mpsgen again.",
             )
-        crlf = text.count("\r\n")
+        crlf = text.count("\r\n") if "\r" in text else 0
         if crlf and crlf == text.count("\n"):
             return cls(relpath, raw, text.replace("\r\n", "\n"), "\r\n")
         return cls(relpath, raw, text, "\n")
@@ -58,49 +60,62 @@ class SourceFile(NamedTuple):
 
 
 
+# where a comment, a string or char literal, or a raw string (``R"delim(...)delim"``; not
+# after a name: ``u8R"`` is read as a plain string) may start
+_MASKED_START = re.compile(r"""//|/\*|["']|R\"""")
+_RAW_OPEN = re.compile(r'R"([^(\s]*)\(')
+# a literal's characters up to its closing quote or the end of its line (a backslash escapes
+# the character after it, a line break included)
+_LITERAL_BODY = {q: re.compile(rf"(?:[^{q}\\\n]|\\(?:[\s\S]|\Z))*") for q in "\"'"}
+
+
+def _blank(text: str) -> str:
+    """``text`` as spaces, its line breaks kept."""
+    return "\n".join(" " * len(line) for line in text.split("\n"))
+
+
 def mask_c_comments_and_strings(text: str) -> str:
     """Blank out comments and string/char literal contents, keeping offsets and newlines.
 
     Lets regexes and brace matching run on code only while positions still index
-    the original text.
+    the original text. (A string literal ends at its closing quote or at the end of its
+    line; an escaped line break inside it is blanked too. Jumps from one place where
+    something may start to the next: the code between is copied, not visited.)
     """
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = re.match(r'R"([^(\s]*)\(', text[i:])
-            if not m:
-                i += 1
+    out: list[str] = []
+    done = i = 0  # text[:done] is in out; the next start is looked for from i
+    n = len(text)
+    while True:
+        m = _MASKED_START.search(text, i)
+        if m is None:
+            break
+        i, token = m.start(), m.group()
+        if token == "//":
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out += (text[done:i], " " * (end - i))
+        elif token == "/*":
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out += (text[done:i], _blank(text[i:end]))
+        elif token == 'R"':
+            raw = _RAW_OPEN.match(text, i) if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_") else None
+            if raw is None:
+                i += 1  # its quote starts a plain string
                 continue
-            end = text.find(")" + m.group(1) + '"', i + m.end())
-            end = n if end < 0 else end + len(m.group(1)) + 2
-            for k in range(i + m.end(), max(i + m.end(), end - len(m.group(1)) - 2)):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = end
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = " "
-            i = j + 1
-        else:
-            i += 1
+            delim = raw.group(1)
+            end = text.find(")" + delim + '"', raw.end())
+            end = n if end < 0 else end + len(delim) + 2
+            body_end = max(raw.end(), end - len(delim) - 2)
+            out += (text[done : raw.end()], _blank(text[raw.end() : body_end]), text[body_end:end])
+        else:  # a quote: the literal runs to the same quote, or to the end of the line
+            j = _LITERAL_BODY[token].match(text, i + 1).end()
+            end = min(j, n)
+            out += (text[done : i + 1], " " * (end - i - 1))
+            end = min(j + 1, n) if j < n else end
+            out.append(text[min(j, n) : end])
+        done = i = end
+    out.append(text[done:])
     return "".join(out)
 
 
@@ -191,6 +206,14 @@ def close_bracket(text: str, open_pos: int) -> int:
     return -1
 
 
+@functools.lru_cache(maxsize=4)
+def text_lines(text: str) -> tuple[str, ...]:
+    """``text.split("\n")``, split once per text: a yaml edit, its proof and the C-shim check all
+    ask it of the same ~16k-line native_functions.yaml (and of the edited text), once per op a
+    run plans. Shared, so a tuple."""
+    return tuple(text.split("\n"))
+
+
 def line_starts(text: str) -> list[int]:
     """Offsets of the first character of each line."""
     starts = [0]
@@ -227,13 +250,23 @@ def split_args(arglist: str) -> list[str]:
     return args
 
 
+@functools.lru_cache(maxsize=2)
+def parse_python(text: str):
+    """``ast.parse(text)``, parsed once for the last two texts asked: the syntax check, the
+    readers of the xfail lists and their edit all ask it of the same common_mps.py (a
+    coverage run plans dozens of ops), a plan's consistency check also of the edited text.
+    The tree is shared: read it only. Raises what ``ast.parse`` raises (SyntaxError,
+    ValueError for a NUL byte, RecursionError)."""
+    import ast  # not at module level: check reads C sources without it
+
+    return ast.parse(text)
+
+
 def python_syntax_problem(source: SourceFile) -> BadInput | None:
     """Why a Python file of the tree does not parse (a syntax error, mixed tabs and spaces), or None:
     a file mpsgen edits must parse before and after, or the tests it feeds fail to import."""
-    import ast
-
     try:
-        compile(source.text, source.relpath, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        parse_python(source.text)
     except SyntaxError as exc:  # TabError and IndentationError are SyntaxErrors
         return BadInput(
             f"the file is not valid Python ({exc.msg}); the tests that import it would fail too.",

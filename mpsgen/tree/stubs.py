@@ -30,3 +30,51 @@ def collect_stubs(headers: Iterable[tuple[str, str | os.PathLike]]) -> dict[str,
             if name not in found:
                 found[name] = (rel, raw.count(b"\n", 0, m.start()) + 1)
     return found
+
+
+def split_arguments(text: str) -> list[str]:
+    """A C++ parameter list split at its top-level commas (not those inside <>, () or [])."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text[start:].strip():
+        parts.append(text[start:].strip())
+    return parts
+
+
+_FN_POINTER = re.compile(r"void\s*\(\s*\*\s*\)\s*\((.*)\)\s*$", re.S)
+
+
+def stub_parameters(tree: PytorchTree, stub: str, declared: dict[str, tuple[str, int]] | None = None) -> tuple[list[str], str] | None:
+    """The parameters of ``stub``'s function type as its header writes them (``TensorIteratorBase&``,
+    ``const c10::Scalar&``, ...), and ``header:line``; None when the tree does not say (no
+    DECLARE_DISPATCH, or a function type declared in another header)."""
+    declared = declared if declared is not None else declared_stubs(tree)
+    if stub not in declared:
+        return None
+    rel, line = declared[stub]
+    text = tree.read(rel, what="stub header").text
+    for m in DECLARE_DISPATCH_RE.finditer(text.encode()):
+        if m.group(2).decode() != stub:
+            continue
+        fn = re.sub(r"\s+", " ", m.group(1).decode()).strip()
+        found = _FN_POINTER.match(fn)
+        if found is None:
+            alias = re.search(
+                rf"\busing\s+{re.escape(fn)}\s*=\s*void\s*\(\s*\*\s*\)\s*\(([^;]*)\)\s*;"
+                rf"|\btypedef\s+void\s*\(\s*\*\s*{re.escape(fn)}\s*\)\s*\(([^;]*)\)\s*;",
+                text,
+            )
+            if alias is None:
+                return None
+            args = alias.group(1) if alias.group(1) is not None else alias.group(2)
+        else:
+            args = found.group(1)
+        return split_arguments(re.sub(r"\s+", " ", args)), f"{rel}:{line}"
+    return None

@@ -201,6 +201,27 @@ inline T abs(T x) {
 }
 template <typename T>
 inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+// metal::numeric_limits: the standard one, and the 16-bit floats' by their bit patterns
+template <typename T>
+struct numeric_limits : std::numeric_limits<T> {};
+template <>
+struct numeric_limits<half> {
+  static half max() { return half::from_bits(0x7bff); }
+  static half lowest() { return half::from_bits(0xfbff); }
+  static half min() { return half::from_bits(0x0400); }
+  static half epsilon() { return half::from_bits(0x1400); }
+  static half infinity() { return half::from_bits(0x7c00); }
+  static half quiet_NaN() { return half::from_bits(0x7e00); }
+};
+template <>
+struct numeric_limits<bfloat> {
+  static bfloat max() { return bfloat::from_bits(0x7f7f); }
+  static bfloat lowest() { return bfloat::from_bits(0xff7f); }
+  static bfloat min() { return bfloat::from_bits(0x0080); }
+  static bfloat epsilon() { return bfloat::from_bits(0x3c00); }
+  static bfloat infinity() { return bfloat::from_bits(0x7f80); }
+  static bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
+};
 template <typename T>
 inline T select(T a, T b, bool c) { return c ? b : a; }
 }  // namespace metal

@@ -7,7 +7,10 @@
 #include <ATen/NativeFunctions.h>
 #else
 #include <ATen/ops/sigmoid_backward_native.h>
+#include <ATen/ops/softplus_backward_native.h>
+#include <ATen/ops/softplus_native.h>
 #include <ATen/ops/tanh_backward_native.h>
+#include <ATen/ops/threshold_backward_native.h>
 #include <ATen/ops/threshold_native.h>
 #endif
 
@@ -78,6 +81,62 @@ TORCH_IMPL_FUNC(threshold_out_mps)
     MPSGraphTensor* keep = [g greaterThanWithPrimaryTensor:x secondaryTensor:thrT name:nil];
     return [g selectWithPredicateTensor:keep truePredicateTensor:x falsePredicateTensor:valT name:nil];
   });
+}
+
+TORCH_IMPL_FUNC(threshold_backward_out_mps)
+(const Tensor& grad, const Tensor& self, const Scalar& threshold, const Tensor& gradInput) {
+  // The gradient passes where the forward kept its input, and is zero elsewhere.
+  const double thr = threshold.to<double>();
+  const std::string key = "threshold_backward_" + std::to_string(thr) + mps::getTensorsStringKey({grad, self});
+  mps::run_two_input_graph(
+      key, grad, self, gradInput, ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* gradT, MPSGraphTensor* x) {
+        MPSGraphTensor* thrT = [g constantWithScalar:thr dataType:[x dataType]];
+        MPSGraphTensor* zero = [g constantWithScalar:0.0 dataType:[gradT dataType]];
+        MPSGraphTensor* keep = [g greaterThanWithPrimaryTensor:x secondaryTensor:thrT name:nil];
+        return [g selectWithPredicateTensor:keep truePredicateTensor:gradT falsePredicateTensor:zero name:nil];
+      });
+}
+
+TORCH_IMPL_FUNC(softplus_out_mps)
+(const Tensor& self, const Scalar& beta, const Scalar& threshold, const Tensor& result) {
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != kLong, "softplus is not implemented for long on MPS");
+  // log(1 + exp(beta * x)) / beta, linear once beta * x passes the threshold.
+  const double b = beta.to<double>();
+  const double thr = threshold.to<double>();
+  const std::string key =
+      "softplus_" + std::to_string(b) + "_" + std::to_string(thr) + mps::getTensorsStringKey({self});
+  mps::run_two_input_graph(key, self, self, result, ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x, MPSGraphTensor*) {
+    MPSGraphTensor* betaT = [g constantWithScalar:b dataType:[x dataType]];
+    MPSGraphTensor* thrT = [g constantWithScalar:thr dataType:[x dataType]];
+    MPSGraphTensor* one = [g constantWithScalar:1.0 dataType:[x dataType]];
+    MPSGraphTensor* scaled = [g multiplicationWithPrimaryTensor:x secondaryTensor:betaT name:nil];
+    MPSGraphTensor* smooth = [g logarithmWithTensor:[g additionWithPrimaryTensor:one
+                                                                 secondaryTensor:[g exponentWithTensor:scaled name:nil]
+                                                                            name:nil]
+                                               name:nil];
+    MPSGraphTensor* soft = [g divisionWithPrimaryTensor:smooth secondaryTensor:betaT name:nil];
+    MPSGraphTensor* linear = [g greaterThanWithPrimaryTensor:scaled secondaryTensor:thrT name:nil];
+    return [g selectWithPredicateTensor:linear truePredicateTensor:x falsePredicateTensor:soft name:nil];
+  });
+}
+
+TORCH_IMPL_FUNC(softplus_backward_out_mps)
+(const Tensor& grad_output, const Tensor& self, const Scalar& beta, const Scalar& threshold, const Tensor& grad_input) {
+  // grad * sigmoid(beta * x), or grad itself where the forward was linear.
+  const double b = beta.to<double>();
+  const double thr = threshold.to<double>();
+  const std::string key = "softplus_backward_" + std::to_string(b) + "_" + std::to_string(thr) +
+      mps::getTensorsStringKey({grad_output, self});
+  mps::run_two_input_graph(
+      key, grad_output, self, grad_input, ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* grad, MPSGraphTensor* x) {
+        MPSGraphTensor* betaT = [g constantWithScalar:b dataType:[x dataType]];
+        MPSGraphTensor* thrT = [g constantWithScalar:thr dataType:[x dataType]];
+        MPSGraphTensor* scaled = [g multiplicationWithPrimaryTensor:x secondaryTensor:betaT name:nil];
+        MPSGraphTensor* local = [g sigmoidWithTensor:scaled name:nil];
+        MPSGraphTensor* smooth = [g multiplicationWithPrimaryTensor:grad secondaryTensor:local name:nil];
+        MPSGraphTensor* linear = [g greaterThanWithPrimaryTensor:scaled secondaryTensor:thrT name:nil];
+        return [g selectWithPredicateTensor:linear truePredicateTensor:grad falsePredicateTensor:smooth name:nil];
+      });
 }
 
 } // namespace at::native

@@ -1,0 +1,41 @@
+// Practice-tree stand-in for the CPU side of the activations: the structured
+// impls hand the iterator built by their meta functions to the dispatch stubs.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/native/Activation.h>
+
+namespace at::native {
+
+TORCH_IMPL_FUNC(threshold_out)(
+    const Tensor& self,
+    const Scalar& threshold,
+    const Scalar& value,
+    const Tensor& result) {
+  threshold_stub(device_type(), *this, threshold, value);
+}
+
+TORCH_IMPL_FUNC(threshold_backward_out)
+(const Tensor& grad,
+ const Tensor& self,
+ const Scalar& threshold,
+ const Tensor& gradInput) {
+  threshold_stub(device_type(), *this, threshold, 0);
+}
+
+TORCH_IMPL_FUNC(softplus_out)(
+    const Tensor& self,
+    const Scalar& beta,
+    const Scalar& threshold,
+    const Tensor& result) {
+  softplus_stub(device_type(), *this, beta, threshold);
+}
+
+TORCH_IMPL_FUNC(softplus_backward_out)
+(const Tensor& grad_output,
+ const Tensor& self,
+ const Scalar& beta,
+ const Scalar& threshold,
+ const Tensor& grad_input) {
+  softplus_backward_stub(device_type(), *this, beta, threshold);
+}
+
+} // namespace at::native
