@@ -431,14 +431,8 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
             except (RuntimeError, NotImplementedError) as exc:
                 res.skipped = f"torch's CPU op does not take {TORCH_NAMES[m_in]}: {shorten(str(exc).splitlines()[0], 80)}"
                 break
-            cmd = [str(binary), str(index), str(len(inputs[0]))] + ([repr(float(alpha))] if alpha is not None else [])
-            try:
-                proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
-            except subprocess.TimeoutExpired:
-                raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {m_in} inputs (a loop that never ends?); stopped.") from None
-            if proc.returncode != 0:
-                raise Refused(f"{spec.name}_functor crashed on {m_in} inputs (exit status {proc.returncode}); stopped.")
-            actual = _from_raw(torch, proc.stdout, t_out)
+            arguments = [repr(float(alpha))] if alpha is not None else []
+            actual = _run_driver(torch, spec, binary, index, inputs, arguments, m_in, t_out)
             _compare(torch, res, inputs, actual, expected.to(t_out), alpha, keyword)
         results.append(res)
     return TrialResult(spec, cxx, results, cached)
@@ -449,6 +443,20 @@ def default_try_params(spec: OpSpec) -> list[dict[str, float | bool | None]]:
     if spec.try_params:
         return [dict(v) for v in spec.try_params]
     return [{p.name: None if p.type == "optional_float" else False if p.type == "bool" else 1.0 for p in spec.params}]
+
+
+def _run_driver(torch, spec: OpSpec, binary: Path, index: int, inputs, arguments: list[str], what: str, t_out):
+    """The driver's results for case ``index`` (one type pair) on ``inputs``, with the
+    command-line ``arguments`` (the alpha, or the params' values); ``what`` names the inputs."""
+    what = what if " " in what else f"{what} inputs"
+    cmd = [str(binary), str(index), str(len(inputs[0]))] + arguments
+    try:
+        proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {what} (a loop that never ends?); stopped.") from None
+    if proc.returncode != 0:
+        raise Refused(f"{spec.name}_functor crashed on {what} (exit status {proc.returncode}); stopped.")
+    return _from_raw(torch, proc.stdout, t_out)
 
 
 def _schema_tensors(spec: OpSpec, op, inputs: list) -> list:
@@ -480,14 +488,9 @@ def _try_params(torch, spec: OpSpec, op, binary: Path, index: int, inputs, t_out
         except (RuntimeError, NotImplementedError, TypeError) as exc:
             refused.append(f"torch's CPU op refuses {shown} on {TORCH_NAMES[res.metal_in]}: {shorten(str(exc).splitlines()[0], 80)}")
             continue
-        cmd = [str(binary), str(index), str(len(inputs[0]))] + params_arguments(spec, {**given, **spec.fixed})
-        try:
-            proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
-        except subprocess.TimeoutExpired:
-            raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {res.metal_in} inputs; stopped.") from None
-        if proc.returncode != 0:
-            raise Refused(f"{spec.name}_functor crashed on {res.metal_in} inputs with {shown} (exit status {proc.returncode}); stopped.")
-        _compare(torch, res, tensors, _from_raw(torch, proc.stdout, t_out), expected.to(t_out), note=shown)
+        arguments = params_arguments(spec, {**given, **spec.fixed})
+        actual = _run_driver(torch, spec, binary, index, inputs, arguments, f"{res.metal_in} inputs with {shown}", t_out)
+        _compare(torch, res, tensors, actual, expected.to(t_out), note=shown)
     if refused and not res.samples:
         res.skipped = refused[0]
 
