@@ -5,7 +5,8 @@ real torch 2.13 files with a cold and a warm gate cache (what a contributor pays
 
     python benchmarks/bench_compile_gate.py [--repeat N]
 
-Targets: a first compile adds <= 1 s; a cached one <= 5 ms.
+Targets: a first compile adds <= 1 s, and the whole dry run with it takes <= 1 s (issue 25);
+a cached one <= 5 ms.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it  # noqa: E402
+from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it, verdict  # noqa: E402
 from mpsgen.compile_gate import find_compiler, gate_spec  # noqa: E402
 from mpsgen.resources import resource_dir  # noqa: E402
 from mpsgen.spec import load_spec  # noqa: E402
@@ -53,7 +54,7 @@ def main() -> None:
                     "--expr", "a == T(0) ? b : static_cast<T>(a > T(0))", "--dry-run", "--root", root]
             cold = run(args, opts.repeat, warm=False)
             warm = run(args, opts.repeat)
-            print(f"`mpsgen new-op heaviside ... --dry-run` whole process, gate cold: {median_ms(cold)}")
+            verdict("new-op heaviside --dry-run, first compile", cold, 1000)
             print(f"`mpsgen new-op heaviside ... --dry-run` whole process, gate warm: {median_ms(warm)}")
             added = statistics.median(cold) - statistics.median(warm)
             print(f"the first compile adds {added * 1000:.0f} ms to the whole process  target <= 1000 ms: {'ok' if added <= 1.0 else 'MISSED'}")

@@ -140,35 +140,50 @@ WithTestOpt = typer.Option(
     False, "--with-test", help="also write test_<op>_shader.py here: compiles the functor with torch.mps.compile_shader and compares it with the CPU op"
 )
 PrOpt = typer.Option(False, "--pr-description", help="print a PR title and body in PyTorch's style")
+WithBenchOpt = typer.Option(
+    False, "--with-bench",
+    help="also write bench_<op>.py here: times the op before and after the change on a Mac (every dtype x size x layout) "
+    "and prints a markdown table for the PR (an existing one is replaced only with --force)",
+)
 
 
-def prepare_companions(spec, command: str, with_test: bool) -> tuple[Path, str] | None:
-    """The shader test to write with the change (checked before anything is written)."""
-    if not with_test:
-        return None
-    from mpsgen.companions import shader_test
+def prepare_companions(spec, command: str, with_test: bool, with_bench: bool = False, force: bool = False) -> list[tuple[Path, str, bool, str]]:
+    """The side files to write with the change, checked before anything is written: (path,
+    text, whether it may replace a file there, what to say once it is written)."""
+    files = []
+    if with_test:
+        from mpsgen.companions import shader_test
 
-    name, text = shader_test(spec, command)
-    path = Path.cwd() / name
-    if path.exists():
-        raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
-    return path, text
+        name, text = shader_test(spec, command)
+        path = Path.cwd() / name
+        if path.exists():
+            raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
+        files.append((path, text, False, f"on a Mac, `python -m pytest {name} -v` checks the functor before you build"))
+    if with_bench:
+        from mpsgen.companions import bench_files, bench_script
+
+        name, text = bench_script(spec, command)
+        path = Path.cwd() / name
+        if path.exists():
+            raise BadInput(f"--with-bench: {path} exists; move it aside or run from another folder. Nothing written.")
+        _script, before, after = bench_files(spec.name)
+        files.append((path, text, False, f"run it on a Mac before and after the change (`python {name} --help` says how); "
+                      f"`python {name} --compare {before} {after}` prints the table for the PR"))
+    return files
 
 
-def write_companions(spec, changeset, command: str, test_file: tuple[Path, str] | None, pr: bool, dry_run: bool) -> None:
-    if test_file is not None:
-        path, text = test_file
+def write_companions(spec, changeset, command: str, files: list[tuple[Path, str, bool, str]], pr: bool, dry_run: bool) -> None:
+    """After the change (``report`` wrote the side files with it): what a dry run would have
+    written, and the PR description."""
+    for path, _text, _replace, _said in files:
         if dry_run:
             err.print(f"dry run: would write {path}")
-        else:
-            with applied(changeset, f"writing {path}"):
-                write_whole(path, text.encode("utf-8"), replace=False)  # whole or not at all
-                err.print(f"wrote {path}: on a Mac, `python -m pytest {path.name} -v` checks the functor before you build")
     if pr:
-        from mpsgen.companions import pr_description
+        from mpsgen.companions import bench_files, pr_description
 
+        bench = any(path.name == bench_files(spec.name)[0] for path, *_rest in files)
         with applied(changeset, "printing the PR description") if not dry_run else contextlib.nullcontext():
-            write_out("\n" + pr_description(spec, changeset, command))
+            write_out("\n" + pr_description(spec, changeset, command, bench=bench))
 
 
 ForceOpt = typer.Option(
@@ -177,8 +192,12 @@ ForceOpt = typer.Option(
 
 
 def report(
-    changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str, force: bool = False
+    changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str, force: bool = False,
+    side_files: list[tuple[Path, str, bool, str]] = (),
 ) -> None:
+    """Show the change, then write it (or its patch). ``side_files`` (--with-test,
+    --with-bench) belong to the change: written first, as new files, and removed again if
+    the change is not applied; never written with a dry run or a patch."""
     for w in changeset.warnings:
         err.print(Text("warning: ", style="bold yellow") + Text(w))
     for k in changeset.kept:
@@ -213,12 +232,29 @@ def report(
         changeset.write_patch(patch, force=force)
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
-    written = changeset.apply(command=f"{sys.argv[1] if len(sys.argv) > 1 else ''} {op}".strip())
+    made: list[Path] = []
+    try:
+        for path, text, _replace, _said in side_files:
+            try:
+                write_whole(path, text.encode("utf-8"), replace=False)  # (a new file: checked absent before)
+            except FileExistsError:
+                raise BadInput(f"{path} appeared meanwhile; nothing written.") from None
+            except OSError as exc:
+                raise BadInput(f"cannot write {path} ({exc.strerror}); nothing written.",
+                               hint="Run from a folder you can write to, or leave out --with-test/--with-bench.") from None
+            made.append(path)
+        written = changeset.apply(command=f"{sys.argv[1] if len(sys.argv) > 1 else ''} {op}".strip())
+    except BaseException:
+        for path in made:  # the change was not applied: its side files go too
+            path.unlink(missing_ok=True)
+        raise
     _APPLIED.append(f"{len(written)} file(s) in {changeset.tree.root}")
     with applied(changeset, "printing what it did"):
         for note in changeset.notes:
             err.print(f"  {note}")
         err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
+        for path, _text, _replace, said in side_files:
+            err.print(f"wrote {path}: {said}")
         print_next_steps(changeset)
 
 
@@ -257,7 +293,10 @@ def print_next_steps(changeset: Changeset) -> None:
         err.print("next steps:")
         for step in changeset.next_steps:
             err.print(f"  {step}")
-        err.print("  hint:   --with-test writes a shader test to check the functor on a Mac before building; --pr-description prints a PR text")
+        err.print(
+            "  hint:   --with-test writes a shader test to check the functor on a Mac before building; --with-bench a "
+            "benchmark script for the PR; --pr-description prints a PR text"
+        )
 
 
 def shipped_spec_path(spec_file: Path) -> Path:
@@ -387,6 +426,7 @@ def new_op(
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
     with_test: bool = WithTestOpt,
+    with_bench: bool = WithBenchOpt,
     pr: bool = PrOpt,
 ) -> None:
     """Add a new unary or binary Metal op: functor, registrations, host kernel, dispatch, tests.
@@ -412,9 +452,9 @@ def new_op(
         with busy(f"planning {op}: reading the tree, compiling the functor against mpsgen's Metal model..."):
             changeset = plan_new_op(tree, spec, partial=partial)
         changeset.notes[:0] = notes
-        test_file = prepare_companions(spec, "new-op", with_test)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
-        write_companions(spec, changeset, "new-op", test_file, pr, dry_run or patch is not None)
+        companions = prepare_companions(spec, "new-op", with_test, with_bench, force)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions)
+        write_companions(spec, changeset, "new-op", companions, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
 
@@ -564,6 +604,7 @@ def migrate_from_mpsgraph(
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
     with_test: bool = WithTestOpt,
+    with_bench: bool = WithBenchOpt,
     pr: bool = PrOpt,
     allow_dtype_loss: bool = typer.Option(
         False, "--allow-dtype-loss", help="migrate even if the Metal kernel serves fewer dtypes than MPSGraph did"
@@ -624,9 +665,9 @@ def migrate_from_mpsgraph(
         with busy(f"planning the migration of {op}: reading the tree, compiling the functor..."):
             changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
         changeset.notes[:0] = notes
-        test_file = prepare_companions(spec, "migrate-from-mpsgraph", with_test)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
-        write_companions(spec, changeset, "migrate-from-mpsgraph", test_file, pr, dry_run or patch is not None)
+        companions = prepare_companions(spec, "migrate-from-mpsgraph", with_test, with_bench, force)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions)
+        write_companions(spec, changeset, "migrate-from-mpsgraph", companions, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
 
@@ -776,6 +817,13 @@ def recover_cmd(
         tree = PytorchTree.locate(root)
         journal = Journal.find(tree.root)
         if journal is None:
+            from mpsgen.journal import journal_path
+
+            stale = Path(journal_path(tree.root) + ".new")
+            if stale.is_file():  # a kill while the journal itself was written: the tree was not touched
+                stale.unlink()
+                err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
+                return
             err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
             return
         if not (resume or abort):

@@ -108,7 +108,7 @@ def _main(argv: list[str], keep: list) -> int:
         if opts.diff and not opts.fix:
             raise BadInput("--diff previews --fix: give both (`mpsgen check --fix --diff`).")
         tree = PytorchTree.locate(opts.root)
-        config = load_config(tree.root_dir)
+        config = load_config(tree.root_dir, baseline_typed=opts.baseline is not None)
         select, ignore = split_codes(opts.select), split_codes(opts.ignore)
         codes = selected_codes(select or config.select, config.ignore + ignore, "--select/--ignore" if select or ignore else config.source or "")
         strict = opts.strict if opts.strict is not None else config.strict

@@ -240,7 +240,14 @@ def gate_spec(spec: OpSpec) -> GateResult:
     from mpsgen.newop import render_functor
     from mpsgen.registrations import input_dtypes
 
-    if spec.functor.is_scaffold:
+    from mpsgen.newop import variant_specs
+
+    if not spec.has_functor:
         return GateResult([], find_compiler())
     kspec = spec if spec.kernel == spec.name else replace(spec, name=spec.kernel)
-    return check_functor(kspec, render_functor(kspec), input_dtypes(kspec))
+    problems: list[str] = []
+    result = GateResult([], find_compiler(), True)
+    for variant in variant_specs(kspec):  # (each case's kernel of a selector)
+        result = check_functor(variant, render_functor(variant), input_dtypes(variant))
+        problems += result.problems
+    return GateResult(problems, result.compiler, result.cached)

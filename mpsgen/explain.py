@@ -294,12 +294,12 @@ def planned_step(tree: PytorchTree, op: str, migrate: bool) -> tuple[str, str | 
             notes += [w.replace(" (--partial)", "") for w in changeset.warnings if w.startswith("left ")]
     except MpsgenError as exc:
         return f"none (mpsgen cannot {verb} {op} here): {exc}", None
-    blockers = [b for b in changeset.blockers if not (spec.functor.is_scaffold and b.startswith(SCAFFOLD_BLOCKER))]
+    blockers = [b for b in changeset.blockers if not (not spec.has_functor and b.startswith(SCAFFOLD_BLOCKER))]
     if blockers:
         return f"none (mpsgen cannot {verb} {op} here): " + " ".join(blockers), None
     if changeset.empty:
         return f"nothing to add: {op} is already in place", None
-    if spec.functor.is_scaffold:
+    if not spec.has_functor:
         notes.append(
             f"{NO_FUNCTOR}: it shows the change with a scaffold functor and writes nothing until --expr or --functor-file gives one"
         )

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from mpsgen.changeset import Changeset
+from mpsgen.edits import add_include
 from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.errors import Refused
@@ -197,6 +198,8 @@ def _already_on_metal(tree: PytorchTree, spec: OpSpec, table: NativeFunctions, o
 def plan_migrate(
     tree: PytorchTree, spec: OpSpec, *, partial: bool = False, allow_dtype_loss: bool = False
 ) -> Changeset:
+    if spec.selector is not None:
+        return _plan_selector_migration(tree, spec)
     yaml_src, table = read_native_functions(tree)
     of_op = rows_of_op(table, spec.name)  # refuses a name that is no op, with close matches
     if not any(host_kernel(e) for e in of_op):
@@ -391,6 +394,58 @@ class Candidate:
 
 def _op_of(base: str, bases: set[str]) -> str:
     return base[:-1] if base.endswith("_") and base[:-1] in bases else base
+
+
+def _plan_selector_migration(tree: PytorchTree, spec: OpSpec) -> Changeset:
+    """An op whose CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda) keeps its own
+    ``MPS: <x>_mps`` row; its MPSGraph body becomes a call of the stub (``GeluKernel(kMPS,
+    *this, get_gelutype_enum(approximate))``), whose Metal kernel the selector picks, as
+    upstream migrated gelu. The yaml stays; what only the old body used goes."""
+    _yaml_src, table = read_native_functions(tree)
+    of_op = rows_of_op(table, spec.name)
+    own = [e for e in of_op if any(not d.shared_cpu_cuda for d in e.mps_entries)]
+    if not own:
+        raise Refused(
+            f"{spec.name} has no MPS kernel of its own in {NATIVE_FUNCTIONS} (no `MPS: {spec.name}_out_mps` row): "
+            "nothing to migrate.",
+            hint=f"`mpsgen explain {spec.name}` shows how it runs on MPS.",
+        )
+    kernels = {d.kernel for e in own for d in e.mps_entries if not d.shared_cpu_cuda}
+    found = find_impls(tree, kernels)
+    missing = sorted(kernels - set(found))
+    if missing:
+        raise Refused(
+            f"cannot find the MPS implementation of {', '.join(missing)} under {OPERATIONS_DIR}.",
+            hint="Point --root at the right checkout.",
+        )
+    call = f"{spec.stub}(kMPS, *this, {spec.selector.parse}({spec.selector.argument}));"
+    by_file: dict[str, list[MPSGraphImpl]] = {}
+    for fs in found.values():
+        for f in fs:
+            if f.impl.form != "impl_func":
+                raise Refused(
+                    f"{f.where}: {f.impl.kernel} is a {f.impl.form.replace('_', ' ')}, not a TORCH_IMPL_FUNC block: "
+                    f"only a structured kernel (an iterator, *this) can call {spec.stub}.",
+                    hint="Migrate it by hand.",
+                )
+            by_file.setdefault(f.path, []).append(f.impl)
+    text_of = {rel: tree.read(rel).text for rel in by_file}
+    if all(call in text_of[rel] for rel in by_file):
+        return Changeset(tree)  # already migrated (a re-run)
+    changeset = plan_new_op(tree, spec, yaml_mode="migrate", table=table, rows=own)
+    stub_header = StubResolver.of(tree).stubs.get(spec.stub, ("",))[0]
+    for rel, impls in by_file.items():
+        text = text_of[rel]
+        replacements = {i.kernel: mpsgraph_edit.impl_header(text, i) + f"\n  {call}\n}}" for i in impls}
+        new, removal = mpsgraph_edit.remove_impls(text, impls, set(), replacements)
+        if stub_header.startswith("aten/src/"):
+            new = add_include(new, stub_header[len("aten/src/") :])
+        changeset.add(tree.read(rel), new)
+        extra = "; ".join(p for p in (", ".join(removal.helpers), ", ".join(removal.macros)) if p)
+        changeset.notes.append(
+            f"{rel}: {', '.join(i.kernel for i in impls)} now calls {spec.stub}" + (f"; removed {extra}" if extra else "")
+        )
+    return changeset
 
 
 def _shared_kernel_bodies(tree: PytorchTree, rows: list[NativeFunction]) -> dict[str, str]:

@@ -344,6 +344,15 @@ def _refuse_stub_mismatch(tree: PytorchTree, spec: OpSpec, stub: str, resolver: 
     if found is None:
         return
     parameters, where = found
+    if spec.selector is not None:
+        if [re.sub(r"\b(?:const|at::native::|at::)\s*", "", p).strip() for p in parameters[1:]] == [spec.selector.type] \
+                and "TensorIterator" in parameters[0]:
+            return
+        raise Refused(
+            f"{stub} ({where}) takes ({', '.join(parameters)}), but the spec's selector gives it "
+            f"(TensorIteratorBase&, {spec.selector.type}): REGISTER_DISPATCH would not compile.",
+            hint="Check the spec's `stub` and `selector.type` against the stub's DECLARE_DISPATCH.",
+        )
     rest = [param_type_of(p) for p in parameters[1:]]
     want = ["scalar"] if spec.has_alpha else []
     if rest == want and parameters and "TensorIterator" in parameters[0]:
@@ -399,6 +408,22 @@ def _params_of(tree: PytorchTree, spec: OpSpec, stub: str, rows: list[NativeFunc
         )
     host = mm_edit.ParamsHost(spec.params_struct, tuple(stub_arguments(spec, parameters)), tuple(host_inits(spec)), dispatch_head(spec))
     return spec, host
+
+
+def _check_selector_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
+    """A selector op's rows take the kind's tensors and the selector's string argument."""
+    from mpsgen.tree.schema import schema_args
+
+    for e in rows:
+        args = schema_args(e.func)
+        tensors = [n for t, n in args if t == "Tensor"]
+        strings = [n for t, n in args if t == "str"]
+        if len(tensors) != spec.arity or strings != [spec.selector.argument]:
+            raise Refused(
+                f"row {e.name} ({NATIVE_FUNCTIONS}:{e.start_line}) takes {describe_inputs(e.func)}, not {spec.arity} "
+                f"tensor(s) and the string `{spec.selector.argument}` the spec's selector reads.",
+                hint="Check the spec's kind and selector.argument against the op's schema.",
+            )
 
 
 def check_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
@@ -646,6 +671,71 @@ def formatted_name(name: str, variant: str) -> str:
     return f"{name}.{variant}".replace(".", "_") if variant else name.replace(".", "_")
 
 
+def variant_specs(kspec: OpSpec) -> list[OpSpec]:
+    """The kernels a spec writes: itself, or for a selector (gelu's ``approximate``) one plain
+    spec per case, named after its kernel, with its functor."""
+    if kspec.selector is None:
+        return [kspec]
+    return [
+        replace(kspec, name=c.kernel, functor=kspec.functors[c.kernel], selector=None, functors={})
+        for c in kspec.selector.cases
+    ]
+
+
+def _plan_metal_kernel(
+    tree: PytorchTree, changeset: Changeset, spec: OpSpec, kspec: OpSpec, metal_src, metal_rel: str, base_macros: set[str]
+) -> str | None:
+    """Add ``kspec``'s functor and registrations to the kernel file (as the changeset has it so
+    far), its compile gate's problems and the check that something registers its name; the
+    params header's path when one was written."""
+    header = None
+    metal = scan_metal(changeset.current_text(metal_src))
+    registrations = plan_registrations(kspec, metal, base_macros, metal_rel)
+    functor_exists = kspec.name in metal.functors
+    functor_text = None if functor_exists else render_functor(kspec)
+    if functor_text and not kspec.functor.is_scaffold:  # compiled before anything is written
+        from mpsgen.compile_gate import NO_COMPILER, check_functor
+
+        gate = check_functor(kspec, functor_text, input_dtypes(kspec))
+        changeset.blockers.extend(gate.problems)
+        if gate.compiler is None:
+            changeset.warnings.append(NO_COMPILER)
+    if functor_exists and not kspec.functor.is_scaffold and not spec.kernel_of:
+        changeset.warnings.append(
+            f"{metal_rel}:{metal.functors[kspec.name].start_line + 1}: {kspec.name}_functor already exists; kept it, "
+            f"the functor from {kspec.functor.origin} was not used."
+        )
+    needs_regs = registrations.statements or registrations.complex_statements or registrations.bulk_lines
+    if functor_text or needs_regs:
+        new_metal = metal_edit.add_op(
+            changeset.current_text(metal_src), metal_edit.MetalAddition(kspec.name, functor_text, registrations)
+        )
+        if spec.has_params and functor_text:
+            header = _add_params_struct(tree, spec, metal_rel, metal_src.text, changeset)
+            new_metal = add_include(new_metal, header[len("aten/src/") :])
+        if functor_text:
+            new_metal = _add_needed_includes(tree, metal_rel, new_metal, functor_text, changeset)
+        changeset.add(metal_src, new_metal)
+        regs = list(registrations.statements) + list(registrations.complex_statements)
+        regs += [f"{b}: {line}" for b, line in registrations.bulk_lines]
+        changeset.notes.append(f"{metal_rel}: " + ("functor, " if functor_text else "") + " ".join(regs))
+    if functor_text and kspec.functor.is_scaffold:
+        changeset.blockers.append(
+            f"no functor source for {spec.name}: wrote a scaffold that fails to compile on purpose. "
+            f"Give --expr, --functor-file or a spec in specs/{spec.name}.yaml."
+        )
+
+    # the host will ask the library for "<kernel>": some REGISTER_* line or bulk-macro line must name it
+    metal_after = changeset.current_text(metal_src)
+    if not re.search(rf"^[ \t]*\w+\(\s*{re.escape(kspec.name)}\s*[,)]", metal_after, re.M):
+        changeset.blockers.append(
+            f"{metal_rel} registers no kernel named {kspec.name!r} (no REGISTER_* line names it), but the host "
+            f'code calls exec_{spec.base_kind}_kernel(iter, "{kspec.name}"): it would fail at run time.'
+        )
+
+    return header
+
+
 def plan_new_op(
     tree: PytorchTree,
     spec: OpSpec,
@@ -690,7 +780,10 @@ def plan_new_op(
         already_on_metal = False
         already_mps = []
         served = rows or []
-    check_shapes(spec, served)
+    if spec.selector is None:
+        check_shapes(spec, served)
+    else:
+        _check_selector_shapes(spec, served)
     resolver = StubResolver.of(tree)
     stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
     changeset.notes.extend(stub_notes)
@@ -699,7 +792,7 @@ def plan_new_op(
     if spec.has_params:  # the struct's fields from the stub's function type and the op's schema
         spec, params_host = _params_of(tree, spec, stub, served, resolver)
     else:
-        _refuse_stub_mismatch(tree, spec, stub, resolver)
+        _refuse_stub_mismatch(tree, spec, stub, resolver)  # (a selector's stub takes its enum: checked there)
 
     # -- the Metal kernel ------------------------------------------------------------------
     metal_src = tree.read(metal_rel, what="Metal kernel file")
@@ -732,48 +825,9 @@ def plan_new_op(
                 hint=f"Migrate {spec.kernel_of} first (`mpsgen migrate-from-mpsgraph {spec.kernel_of} --dry-run` shows that "
                 "change), then run this again.",
             )
-    registrations = plan_registrations(kspec, metal, base_macros, metal_rel)
-    functor_exists = kspec.name in metal.functors
-    functor_text = None if functor_exists else render_functor(kspec)
-    if functor_text and not spec.functor.is_scaffold:  # compiled before anything is written
-        from mpsgen.compile_gate import NO_COMPILER, check_functor
-
-        gate = check_functor(kspec, functor_text, input_dtypes(kspec))
-        changeset.blockers.extend(gate.problems)
-        if gate.compiler is None:
-            changeset.warnings.append(NO_COMPILER)
-    if functor_exists and not spec.functor.is_scaffold and not spec.kernel_of:
-        changeset.warnings.append(
-            f"{metal_rel}:{metal.functors[kspec.name].start_line + 1}: {kspec.name}_functor already exists; kept it, "
-            f"the functor from {spec.functor.origin} was not used."
-        )
-    needs_regs = registrations.statements or registrations.complex_statements or registrations.bulk_lines
-    if functor_text or needs_regs:
-        new_metal = metal_edit.add_op(
-            metal_src.text, metal_edit.MetalAddition(kspec.name, functor_text, registrations)
-        )
-        if spec.has_params and functor_text:
-            header = _add_params_struct(tree, spec, metal_rel, metal_src.text, changeset)
-            new_metal = add_include(new_metal, header[len("aten/src/") :])
-        if functor_text:
-            new_metal = _add_needed_includes(tree, metal_rel, new_metal, functor_text, changeset)
-        changeset.add(metal_src, new_metal)
-        regs = list(registrations.statements) + list(registrations.complex_statements)
-        regs += [f"{b}: {line}" for b, line in registrations.bulk_lines]
-        changeset.notes.append(f"{metal_rel}: " + ("functor, " if functor_text else "") + " ".join(regs))
-    if functor_text and spec.functor.is_scaffold:
-        changeset.blockers.append(
-            f"no functor source for {spec.name}: wrote a scaffold that fails to compile on purpose. "
-            f"Give --expr, --functor-file or a spec in specs/{spec.name}.yaml."
-        )
-
-    # the host will ask the library for "<kernel>": some REGISTER_* line or bulk-macro line must name it
-    metal_after = changeset.current_text(metal_src)
-    if not re.search(rf"^[ \t]*\w+\(\s*{re.escape(kspec.name)}\s*[,)]", metal_after, re.M):
-        changeset.blockers.append(
-            f"{metal_rel} registers no kernel named {kspec.name!r} (no REGISTER_* line names it), but the host "
-            f'code calls exec_{spec.base_kind}_kernel(iter, "{kspec.name}"): it would fail at run time.'
-        )
+    header = None
+    for variant in variant_specs(kspec):  # one kernel, or one per case of a selector (gelu, gelu_tanh)
+        header = _plan_metal_kernel(tree, changeset, spec, variant, metal_src, metal_rel, base_macros) or header
 
     # -- the host kernel -------------------------------------------------------------------------
     mm_src = tree.read(mm_rel, what="host kernel file")
@@ -787,15 +841,23 @@ def plan_new_op(
     alpha_type = alpha_scalar_type(kspec)
     if alpha_type:
         changeset.blockers.extend(host_form_problems(tree, spec.base_kind))
-    addition = mm_edit.KernelAddition(spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type, params_host)
+    selector = None
+    if spec.selector is not None:
+        cases = tuple((c.enumerator, c.kernel) for c in spec.selector.cases)
+        selector = (spec.selector.type, spec.selector.argument, cases)
+    addition = mm_edit.KernelAddition(
+        spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type, params_host, selector
+    )
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
-    if params_host is not None and new_mm != mm_src.text:  # what the host function uses
-        stub_header = resolver.stubs.get(stub, ("",))[0]
-        for include in (header or _params_header_of(metal_src.text, metal_rel), stub_header):
+    if (params_host is not None or selector is not None) and new_mm != mm_src.text:  # what the host function uses
+        stub_header = resolver.stubs.get(stub, ("",))[0]  # (it declares the stub's argument types)
+        params_header = header or _params_header_of(metal_src.text, metal_rel) if params_host is not None else ""
+        for include in (params_header, stub_header):
             if include and include.startswith("aten/src/"):
                 new_mm = add_include(new_mm, include[len("aten/src/") :])
-        for include in ("ATen/Dispatch.h", "ATen/OpMathType.h"):
-            new_mm = add_include(new_mm, include)
+        if params_host is not None:
+            for include in ("ATen/Dispatch.h", "ATen/OpMathType.h"):
+                new_mm = add_include(new_mm, include)
     if new_mm != mm_src.text:
         changeset.add(mm_src, new_mm)
         how = f"{helper}({spec.name})" if helper else f"{mm_edit.kernel_function_name(spec.kernel)} + REGISTER_DISPATCH"

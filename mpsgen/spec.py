@@ -30,7 +30,7 @@ DTYPE_GROUPS = ("float", "int2float", "integer", "integer_no_bool", "complex", "
 
 SPEC_KEYS = (
     "name", "kind", "functor", "expr", "dtypes", "stub", "rows", "files", "alpha_type", "alphas", "try_domain",
-    "params", "operands", "try_params", "kernel", "fixed",
+    "params", "operands", "try_params", "kernel", "fixed", "selector", "functors",
 )
 FILE_KEYS = ("metal", "mm")
 # the operands of each kind, by the names an `expr` uses (and `try_domain` restricts)
@@ -82,6 +82,25 @@ class Param:
 
 
 @dataclass(frozen=True)
+class SelectorCase:
+    value: str  # the string the schema's argument takes ("tanh")
+    enumerator: str  # what the stub's enum argument is then ("GeluType::Tanh")
+    kernel: str  # the Metal kernel that case runs ("gelu_tanh")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A string argument of the op (gelu's ``approximate``) that the host turns into the
+    stub's enum (``parse``, which refuses other strings as the CPU op does) and that picks one
+    of several kernels, as upstream's GeluKernel does."""
+
+    argument: str
+    parse: str  # get_gelutype_enum
+    type: str  # GeluType: the stub's parameter after the iterator
+    cases: tuple[SelectorCase, ...]
+
+
+@dataclass(frozen=True)
 class OpSpec:
     name: str
     kind: str
@@ -108,6 +127,9 @@ class OpSpec:
     kernel_of: str = ""
     # params kinds: struct fields the stub's caller fixes, not in the op's schema ({value: 0})
     fixed: dict[str, float] = field(default_factory=dict)
+    # a string argument picking one of several kernels; their functors by kernel name
+    selector: Selector | None = None
+    functors: dict[str, FunctorSource] = field(default_factory=dict)
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -121,6 +143,11 @@ class OpSpec:
     @property
     def arity(self) -> int:
         return len(OPERANDS[self.kind])
+
+    @property
+    def has_functor(self) -> bool:
+        """Whether the spec gives the code of its kernel(s): a functor, or one per selector case."""
+        return bool(self.functors) if self.selector is not None else not self.functor.is_scaffold
 
     @property
     def has_params(self) -> bool:
@@ -395,6 +422,37 @@ def _scalar(node: yaml.Node) -> str | None:
     import yaml
 
     return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def _parse_selector(node, shown: str, problems: list) -> Selector | None:
+    """``selector: {argument, parse, type, cases: [{value, enumerator, kernel}, ...]}``."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        problems.append((_loc(shown, node), "'selector' maps argument, parse, type and cases."))
+        return None
+    got = {_scalar(k): v for k, v in node.value}
+    values = {}
+    for key in ("argument", "parse", "type"):
+        v = _scalar(got[key]) if key in got else None
+        if not v or not re.fullmatch(r"[A-Za-z_][\w:]*", v):
+            problems.append((_loc(shown, got.get(key, node)), f"selector.{key} must be a C++ name."))
+        values[key] = v or ""
+    cases = []
+    items = got.get("cases")
+    if not isinstance(items, yaml.SequenceNode) or len(items.value) < 2:
+        problems.append((_loc(shown, items or node), "selector.cases lists two or more {value, enumerator, kernel}."))
+    else:
+        for item in items.value:
+            fields = {_scalar(k): _scalar(v) for k, v in item.value} if isinstance(item, yaml.MappingNode) else {}
+            if not all(fields.get(k) for k in ("value", "enumerator", "kernel")) or check_name(fields["kernel"], "kernel") \
+                    or not re.fullmatch(r"[A-Za-z_][\w:]*", fields["enumerator"]):
+                problems.append((_loc(shown, item), "each selector case is {value: <string>, enumerator: <Enum::Name>, kernel: <identifier>}."))
+                continue
+            cases.append(SelectorCase(fields["value"], fields["enumerator"], fields["kernel"]))
+    if len({c.kernel for c in cases}) != len(cases) or len({c.value for c in cases}) != len(cases):
+        problems.append((_loc(shown, node), "selector cases must name each value and kernel once."))
+    return Selector(values["argument"], values["parse"], values["type"], tuple(cases))
 
 
 def load_spec(path: Path | str, *, display: str | None = None) -> OpSpec:
@@ -701,6 +759,34 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
                     problems.append((_loc(shown, k), f"fixed.{_scalar(k)} is not a param ({', '.join(p.name for p in params)})."))
                 else:
                     fixed[_scalar(k) or ""] = number
+    selector = None
+    functors: dict[str, FunctorSource] = {}
+    if "selector" in fields:
+        selector = _parse_selector(fields["selector"][1], shown, problems)
+        if kind not in (None, "unary", "binary"):
+            problems.append((_loc(shown, fields["selector"][0]), f"'selector' is for unary and binary ops; this one is {kind}."))
+        if body is not None or expr is not None:
+            problems.append((_loc(shown, fields["selector"][0]), "with 'selector', give each case's functor in 'functors', not 'functor'/'expr'."))
+    if "functors" in fields:
+        knode, vnode = fields["functors"]
+        if not isinstance(vnode, yaml.MappingNode):
+            problems.append((_loc(shown, vnode), "'functors' maps each case's kernel to its functor (the struct body)."))
+        else:
+            for k, v in vnode.value:
+                kernel, text_value = _scalar(k) or "", _scalar(v)
+                if text_value is None or (why := check_body(text_value, kernel, f"functors.{kernel}")):
+                    problems.append((_loc(shown, v), why if text_value is not None else f"functors.{kernel} must be the functor's struct body."))
+                    continue
+                line, column = _text_start(v, text)
+                functors[kernel] = FunctorSource(body=text_value, origin=shown, line=line, column=column)
+    if selector is not None and "functors" in fields:
+        missing = [c.kernel for c in selector.cases if c.kernel not in functors]
+        extra = [k for k in functors if k not in {c.kernel for c in selector.cases}]
+        if missing or extra:
+            problems.append((_loc(shown, fields["functors"][0]), f"'functors' must give exactly the cases' kernels ({', '.join(c.kernel for c in selector.cases)})."))
+    elif (selector is None) != ("functors" not in fields):
+        key = "functors" if selector is None else "selector"
+        problems.append((_loc(shown, fields[key][0]), "'selector' and 'functors' go together."))
     if kind is not None and not problems:
         for why in params_problems(kind, tuple(params), tuple(try_params)):
             problems.append((_loc(shown, fields["params"][1] if "params" in fields else fields["kind"][1]), why))
@@ -724,6 +810,8 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         try_params=tuple(try_params),
         kernel_of=kernel_of,
         fixed=fixed,
+        selector=selector,
+        functors=functors,
         source=shown,
     )
     return spec, []

@@ -13,6 +13,7 @@ not needed (tensors go to and from the program as bytes through ``torch.frombuff
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -368,7 +369,24 @@ def _from_raw(torch, data: bytes, dtype):
     return torch.frombuffer(bytearray(data), dtype=dtype)
 
 
-def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64) -> TrialResult:
+def run_trial(
+    spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64, cpu_op: str = "", cpu_kwargs: dict | None = None
+) -> TrialResult:
+    """Run ``spec``'s functor on edge and random values of each registered dtype and compare
+    with torch's CPU op (``cpu_op``, default the spec's op, given ``cpu_kwargs`` too). A
+    selector spec runs each case's kernel against the op given that case's string."""
+    if spec.selector is not None:
+        from mpsgen.newop import variant_specs
+
+        results, cached, cxx = [], True, ""
+        for case, variant in zip(spec.selector.cases, variant_specs(spec)):
+            got = run_trial(variant, dtypes=dtypes, samples=samples, cpu_op=spec.name,
+                            cpu_kwargs={spec.selector.argument: case.value})
+            for r in got.results:
+                r.metal_in = f"{r.metal_in} ({case.value})"
+            results += got.results
+            cached, cxx = cached and got.cached, got.compiler
+        return TrialResult(spec, cxx, results, cached)
     if spec.kind not in OPERANDS:
         raise Refused(f"mpsgen try covers the kinds {', '.join(OPERANDS)}; {spec.name} is {spec.kind}.")
     if spec.has_params and not spec.params:
@@ -388,7 +406,9 @@ def run_trial(spec: OpSpec, *, dtypes: set[str] | None = None, samples: int = 64
     if torch is None or cxx is None:
         raise missing_requirements(torch is not None, cxx)
     binary, cached = build(spec, pairs, cxx)
-    op = getattr(torch.ops.aten, spec.name)
+    op = getattr(torch.ops.aten, cpu_op or spec.name)
+    if cpu_kwargs:
+        op = functools.partial(op, **cpu_kwargs)
     keyword = scalar_keyword(op, spec)
     results = []
     warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")

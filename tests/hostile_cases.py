@@ -359,7 +359,8 @@ def _outcomes() -> list[Case]:
         Case("--pr-description, stdout closed", _args(*NEW_OP_PR), 3, (applied, "standard output is closed"), fam, "applied", stdout="closed"),
         Case("--pr-description, stderr on /dev/full", _args(*NEW_OP_PR), 3, (), fam, "applied", stderr="full"),
         Case("--pr-description, stderr closed", _args(*NEW_OP_PR), 3, (), fam, "applied", stderr="closed"),
-        Case("--with-test into a read-only folder", _read_only_cwd, 3, (applied, "test_heaviside_shader.py"), fam, "applied", cwd="ro"),
+        # the side files belong to the change: written first, so nothing is written at all
+        Case("--with-test into a read-only folder", _read_only_cwd, 2, ("cannot write", "test_heaviside_shader.py", "nothing written"), fam, cwd="ro"),
     ]
 
 

@@ -112,3 +112,87 @@ def test_a_closed_output_after_the_write_says_the_change_is_applied(release_temp
         assert proc.returncode == 3, (redirect, proc.stderr)
         assert said in proc.stderr and "Traceback" not in proc.stdout + proc.stderr
         assert snapshot(tree) != before
+
+
+def test_with_bench_writes_the_benchmark_script_and_the_pr_marks_its_place(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    """bench_<op>.py beside the change: an existing one is refused before anything is written
+    (--force, which writes a change that would not build, does not replace it either); the PR
+    description gets a marked place for its table."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    script = work / "bench_heaviside.py"
+    script.write_text("mine\n")
+    before = snapshot(real_tree)
+    res = run(*HEAVISIDE, "--with-bench", "--pr-description", "--root", real_tree)
+    assert res.exit_code == 2 and "--with-bench" in res.output and "exists" in res.output
+    assert snapshot(real_tree) == before and script.read_text() == "mine\n"
+    res = run(*HEAVISIDE, "--with-bench", "--pr-description", "--force", "--root", real_tree)
+    assert res.exit_code == 2 and script.read_text() == "mine\n" and snapshot(real_tree) == before
+    script.unlink()
+    res = run(*HEAVISIDE, "--with-bench", "--pr-description", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    text = script.read_text()
+    ast.parse(text)
+    assert 'OP = "heaviside"' in text and "--label before --device cpu" in text  # new-op: the "before" is the CPU op
+    assert f"wrote {script}: run it on a Mac before and after the change" in res.output
+    assert "python bench_heaviside.py --compare bench_heaviside_before.json bench_heaviside_after.json` prints the table" in res.output
+    body = res.stdout[res.stdout.index("[MPS] Add Metal kernel for heaviside") :]
+    tail = body.rstrip("\n").splitlines()[-3:]
+    assert tail[:2] == ["Benchmark:", ""] and tail[2].startswith("<!-- benchmark table: ") and tail[2].endswith(" -->")
+    assert "`python bench_heaviside.py --compare bench_heaviside_before.json bench_heaviside_after.json`" in tail[2]
+    assert "--label before --device cpu" in tail[2] and "mpsgen" not in body
+    assert not list(work.glob(".bench_heaviside.py.*"))  # (no temporary file left)
+
+
+def test_with_bench_on_a_migration_dry_run_and_patch(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    """A dry run or a patch writes no script (it says what it would write); a migration's
+    "before" is the base commit's MPS kernel."""
+    monkeypatch.chdir(tmp_path)
+    res = run("migrate-from-mpsgraph", "frac", "--with-bench", "--dry-run", "--pr-description", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert f"dry run: would write {tmp_path / 'bench_frac.py'}" in res.output and not (tmp_path / "bench_frac.py").exists()
+    assert "`python bench_frac.py --label before` with the base commit built" in res.stdout
+    res = run("migrate-from-mpsgraph", "frac", "--with-bench", "--patch", tmp_path / "frac.patch", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "frac.patch").exists() and not (tmp_path / "bench_frac.py").exists()
+    res = run("migrate-from-mpsgraph", "frac", "--with-bench", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "bench_frac.py").read_text()
+    assert 'OP = "frac"' in text and "# PyTorch built from the base commit (before the change):" in text and "--device cpu    #" not in text
+
+
+def test_a_bench_script_that_cannot_be_written_leaves_the_tree_as_it_was(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    """The side files belong to the change: written first, so a folder that takes no file
+    means nothing is written (exit 2), not a change applied without its script."""
+    import errno
+
+    import mpsgen.cli
+
+    def full(path, data, *, replace):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mpsgen.cli, "write_whole", full)
+    before = snapshot(real_tree)
+    res = run(*HEAVISIDE, "--with-bench", "--root", real_tree)
+    assert res.exit_code == 2, res.output
+    assert f"cannot write {tmp_path / 'bench_heaviside.py'} (No space left on device); nothing written." in res.output
+    assert snapshot(real_tree) == before and not (tmp_path / "bench_heaviside.py").exists()
+
+
+def test_the_side_files_go_when_the_change_is_not_applied(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    import mpsgen.changeset
+    from mpsgen.errors import Refused
+
+    def refuse(self, command=""):
+        raise Refused("aten/src/ATen/native/native_functions.yaml changed since mpsgen read it; nothing was written.")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(mpsgen.changeset.Changeset, "apply", refuse)
+    before = snapshot(real_tree)
+    res = run(*HEAVISIDE, "--with-bench", "--with-test", "--root", real_tree)
+    assert res.exit_code == 1 and "changed since" in res.output, res.output
+    assert snapshot(real_tree) == before and list(work.iterdir()) == []

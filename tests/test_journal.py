@@ -251,3 +251,13 @@ def test_a_journal_cut_short_while_written_is_tidied_by_the_next_writer(trees, t
     assert stale.exists()  # a dry run writes nothing, not even this
     _plan(root).apply(command="new-op heaviside")
     assert not stale.exists() and _state(root) == after and _leftovers(root) == []
+
+
+def test_recover_removes_a_journal_cut_short_while_written(tmp_path: Path):
+    root = tmp_path / "pytorch"
+    build_practice_tree(root, real=False)
+    stale = Path(journal_path(root) + ".new")
+    stale.write_text('{"mpsgen_journal": 1, "fi')
+    res = _mpsgen("recover", root=root)
+    assert res.returncode == 0 and "removed" in res.stderr and not stale.exists(), res.stderr
+    assert _mpsgen("recover", root=root).stderr.startswith("nothing to recover")

@@ -201,3 +201,65 @@ def test_nan_to_num_migrates_as_upstream_did_in_2_14(real_tree: Path, real_sourc
     opinfo = read(real_tree, "torch/testing/_internal/common_methods_invocations.py")
     entry = opinfo[opinfo.index("UnaryUfuncInfo('nan_to_num'"):][:3000]
     assert "'test_out', device_type='mps'" not in entry and "'test_out_warning', device_type='mps'" not in entry
+
+
+def test_gelu_keeps_its_row_and_calls_its_stub_which_picks_the_kernel(real_tree: Path, run, tmp_path: Path):
+    yaml_before = read(real_tree, NATIVE_FUNCTIONS)
+    for op in ("gelu", "gelu_backward"):
+        res = run("migrate-from-mpsgraph", op, "--root", real_tree)
+        assert res.exit_code == 0, (op, res.output)
+        assert "warning:" not in res.output and "error:" not in res.output, res.output
+    assert read(real_tree, NATIVE_FUNCTIONS) == yaml_before  # CPU and CUDA differ: MPS keeps its row
+    graph = read(real_tree, f"{OPS}/Activation.mm")
+    assert (
+        "TORCH_IMPL_FUNC(gelu_out_mps)(const Tensor& self, std::string_view approximate, const Tensor& output) {\n"
+        "  GeluKernel(kMPS, *this, get_gelutype_enum(approximate));\n}\n"
+    ) in graph
+    assert "  GeluBackwardKernel(kMPS, *this, get_gelutype_enum(approximate));\n" in graph
+    assert "normal_cdf" not in graph  # the helper only the old bodies used
+    host = read(real_tree, f"{OPS}/ActivationKernel.mm")
+    assert 'lib.exec_unary_kernel(iter, approximate == GeluType::None ? "gelu" : "gelu_tanh");' in host
+    assert "static void gelu_backward_mps_kernel(TensorIteratorBase& iter, GeluType approximate) {" in host
+    assert "REGISTER_DISPATCH(GeluKernel, gelu_mps_kernel);" in host
+    metal = read(real_tree, f"{KERNELS}/ActivationKernel.metal")
+    for kernel in ("gelu", "gelu_tanh", "gelu_backward", "gelu_tanh_backward"):
+        assert f"struct {kernel}_functor {{" in metal
+    assert "REGISTER_BINARY_OP(gelu_tanh_backward, half, half);" in metal
+    codes = {(f.code, f.path) for f in run_check(PytorchTree(real_tree)).findings if "Activation" in f.path}
+    assert not codes, codes
+    # a re-run has nothing left to do
+    res = run("migrate-from-mpsgraph", "gelu", "--root", real_tree)
+    assert res.exit_code == 0 and "nothing to do" in res.output, res.output
+    exe = shutil.which("clang-format")
+    (tmp_path / ".clang-format").write_text(STYLE.read_text())
+    for rel, name in ((f"{KERNELS}/ActivationKernel.metal", "x.cpp"), (f"{OPS}/ActivationKernel.mm", "x.mm"), (f"{OPS}/Activation.mm", "x.mm")):
+        text = read(real_tree, rel)
+        out = subprocess.run([exe, f"--assume-filename={tmp_path / name}", "--style=file"], input=text,
+                             capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+        assert out == text, rel
+
+
+def test_a_selector_whose_type_is_not_the_stub_s_is_refused(real_tree: Path, run, tmp_path: Path):
+    spec = tmp_path / "gelu.yaml"
+    spec.write_text((Path(__file__).resolve().parents[1] / "specs" / "gelu.yaml").read_text().replace("type: GeluType", "type: int64_t"))
+    before = snapshot(real_tree)
+    res = run("migrate-from-mpsgraph", "gelu", "--spec", spec, "--root", real_tree)
+    assert res.exit_code == 1 and "GeluKernel" in res.output and "would not compile" in res.output, res.output
+    assert snapshot(real_tree) == before
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("name: g\nkind: unary\nselector: {argument: a, parse: p, type: T, cases: [{value: x, enumerator: E::X, kernel: k}]}\n"
+         "functors: {k: 'template <typename T> inline T operator()(const T x) { return x; }'}\n", "two or more"),
+        ("name: g\nkind: unary\nselector: {argument: a, parse: p, type: T, cases: [{value: x, enumerator: E::X, kernel: k},"
+         " {value: y, enumerator: E::Y, kernel: m}]}\nfunctors: {k: 'template <typename T> inline T operator()(const T x) { return x; }'}\n",
+         "exactly the cases' kernels"),
+        ("name: g\nkind: ternary\nselector: {argument: a, parse: p, type: T, cases: [{value: x, enumerator: E::X, kernel: k},"
+         " {value: y, enumerator: E::Y, kernel: m}]}\n", "for unary and binary ops"),
+    ],
+)
+def test_selector_problems_are_located(text: str, words: str):
+    spec, problems = parse_spec_text(text, "s.yaml")
+    assert spec is None and any(words in why for _loc, why in problems), problems

@@ -63,8 +63,10 @@ def selected_codes(select: tuple[str, ...], ignore: tuple[str, ...], where: str 
     return frozenset(out)
 
 
-def load_config(root: str) -> CheckConfig:
-    """The check settings of the tree at ``root`` (defaults when it has none)."""
+def load_config(root: str, *, baseline_typed: bool = False) -> CheckConfig:
+    """The check settings of the tree at ``root`` (defaults when it has none). With
+    ``baseline_typed`` (--baseline FILE on the command line, which wins) the settings'
+    baseline is not used, so where it leads is not judged."""
     own = os.path.join(root, ".mpsgen.toml")
     pyproject = os.path.join(root, "pyproject.toml")
     if os.path.isfile(own):
@@ -94,7 +96,7 @@ def load_config(root: str) -> CheckConfig:
     baseline = table.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise BadInput(f"{shown}: 'baseline' must be a path (relative to the tree root).")
-    if baseline is not None:
+    if baseline is not None and not baseline_typed:
         # a cloned tree's settings may not make the read-only check write outside the tree
         real_root = os.path.realpath(root)
         target = os.path.realpath(os.path.join(root, baseline))

@@ -39,6 +39,9 @@ class KernelAddition:
     helper_macro: str | None  # use this helper macro instead of an explicit function
     alpha_scalar_type: str | None = None  # ``ScalarType::Float``: the registered alpha type, when not the input's
     params: ParamsHost | None = None  # a params kind: exec_*_kernel_with_params
+    # a selector: (parameter type, name, ((enumerator, kernel), ...)): the stub's enum picks the
+    # kernel, the last case's when no other matches
+    selector: tuple[str, str, tuple[tuple[str, str], ...]] | None = None
 
 
 def call_arguments(head: str, args: list[str], tail: str, indent: int) -> str:
@@ -85,6 +88,20 @@ def _signature(function: str, alpha: bool) -> str:
 
 def render_kernel_function(addition: KernelAddition, library: str) -> str:
     function = kernel_function_name(addition.op)
+    if addition.selector is not None:
+        enum_type, name, cases = addition.selector
+        head = _declarator(function).split("\n")[-1] + "("
+        picked = f'"{cases[-1][1]}"'
+        for enumerator, kernel in reversed(cases[:-1]):
+            picked = f'{name} == {enumerator} ? "{kernel}" : {picked}'
+        return render(
+            "mm/kernel_function.mm.j2",
+            declarator=_declarator(function),
+            signature=wrap_arguments(head, ["TensorIteratorBase& iter", f"{enum_type} {name}"], ") {"),
+            call_args=wrap_arguments(f"{library}.exec_{addition.kind}_kernel(", ["iter", picked], ");", indent=2),
+            library=library,
+            kind=addition.kind,
+        )
     if addition.params is not None:
         p = addition.params
         head = _declarator(function).split("\n")[-1] + "("

@@ -130,12 +130,27 @@ def _include_line(lines: list[str], header: str) -> int | None:
     return None
 
 
-def remove_impls(text: str, impls: list[MPSGraphImpl], ops: set[str]) -> tuple[str, Removal]:
+def impl_header(text: str, impl: MPSGraphImpl) -> str:
+    """A ``TORCH_IMPL_FUNC`` block's text up to and with the ``{`` that opens its body."""
+    lines = text.split("\n")
+    block = "\n".join(lines[impl.start_line : impl.end_line + 1])
+    masked = mask_c_comments_and_strings(block)
+    close = masked.find(")")  # TORCH_IMPL_FUNC(name)
+    brace = masked.find("{", match_close(masked, masked.find("(", close + 1)) if "(" in masked[close + 1 :] else close)
+    return block[: brace + 1]
+
+
+def remove_impls(
+    text: str, impls: list[MPSGraphImpl], ops: set[str], replacements: dict[str, str] | None = None
+) -> tuple[str, Removal]:
     """Remove ``impls`` (found in this very text) and what only they needed.
 
-    ``ops`` are the aten op names whose ``<op>_native.h`` include may go. Raises
+    ``ops`` are the aten op names whose ``<op>_native.h`` include may go. ``replacements``:
+    kernel -> the text its definition becomes, in its place (the comment above it stays), for
+    a kernel that calls a stub now; what only its old body needed goes all the same. Raises
     ``StillUsed`` if code that stays still calls one of the removed functions.
     """
+    replacements = replacements or {}
     if not impls:
         return text, Removal((), (), (), ())
     lines = text.split("\n")
@@ -150,8 +165,13 @@ def remove_impls(text: str, impls: list[MPSGraphImpl], ops: set[str]) -> tuple[s
         removed.update(range(top, last + 1))
         removal_points.append((top, last))
 
+    inserts: dict[int, list[str]] = {}
     for impl in impls:
-        cut(impl.start_line, impl.end_line)
+        if impl.kernel in replacements:
+            removed.update(range(impl.start_line, impl.end_line + 1))
+            inserts[impl.start_line] = replacements[impl.kernel].split("\n")
+        else:
+            cut(impl.start_line, impl.end_line)
     # a plain function may be called by code that stays: never leave a dangling call
     for impl in impls:
         if impl.form == "function":
@@ -210,15 +230,17 @@ def remove_impls(text: str, impls: list[MPSGraphImpl], ops: set[str]) -> tuple[s
         if not inner and any(open_line < i < close_line for i in removed):
             cut(open_line, close_line)
 
-    out = _drop_lines(lines, removed)
+    out = _drop_lines(lines, removed, inserts)
     return "\n".join(out), Removal(
         tuple(i.kernel for i in impls), tuple(gone_helpers), tuple(gone_macros), tuple(gone_includes)
     )
 
 
-def _drop_lines(lines: list[str], removed: set[int]) -> list[str]:
-    """Drop ``removed`` lines; where a run of them sat between two blank lines, one of those
-    goes too. Blank lines elsewhere are left as they are."""
+def _drop_lines(lines: list[str], removed: set[int], inserts: dict[int, list[str]] | None = None) -> list[str]:
+    """Drop ``removed`` lines, putting ``inserts`` (line -> new lines) in place of the run
+    they start; where a run sat between two blank lines, one of those goes too. Blank lines
+    elsewhere are left as they are."""
+    inserts = inserts or {}
     out: list[str] = []
     i, n = 0, len(lines)
     while i < n:
@@ -227,6 +249,7 @@ def _drop_lines(lines: list[str], removed: set[int]) -> list[str]:
             i += 1
             continue
         while i < n and i in removed:
+            out.extend(inserts.get(i, ()))
             i += 1
         prev_blank = not out or not out[-1].strip()
         if not prev_blank or i >= n or lines[i].strip():

@@ -28,7 +28,7 @@ COVERED_OPS = (
     "frac", "gcd", "log", "logaddexp", "mul", "neg", "round", "sigmoid", "sin", "sqrt",
     "threshold", "sub", "bitwise_and", "sign", "hypot", "fmin", "fmax", "pow",
     "sigmoid_backward", "tanh_backward", "heaviside", "special_ndtri", "signbit",
-    "threshold_backward", "softplus", "softplus_backward",
+    "threshold_backward", "softplus", "softplus_backward", "gelu", "gelu_backward",
 )
 
 

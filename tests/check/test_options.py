@@ -130,6 +130,9 @@ def test_a_tree_config_cannot_send_the_baseline_outside_the_tree(run, check_tree
     res = run("check", "--root", check_tree)
     assert res.exit_code == 2 and ".mpsgen.toml:2: baseline = " in res.output and "leads outside the tree" in res.output
     assert set(tmp_path.rglob("*")) == before and not Path("/elsewhere").exists()
+    # the user's own --baseline wins over the setting, which is then not judged
+    typed = tmp_path / "mine.json"
+    assert run("check", "--root", check_tree, "--baseline", typed).exit_code == 0 and typed.is_file()
     (check_tree / ".mpsgen.toml").write_text('baseline = "records/baseline.json"\n')
     (check_tree / "records").mkdir()
     assert run("check", "--root", check_tree).exit_code == 0 and (check_tree / "records/baseline.json").is_file()

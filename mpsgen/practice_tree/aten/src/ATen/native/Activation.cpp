@@ -38,4 +38,19 @@ TORCH_IMPL_FUNC(softplus_backward_out)
   softplus_backward_stub(device_type(), *this, beta, threshold);
 }
 
+TORCH_IMPL_FUNC(gelu_out_cpu)(
+    const Tensor& self,
+    std::string_view approximate,
+    const Tensor& result) {
+  GeluKernel(kCPU, *this, get_gelutype_enum(approximate));
+}
+
+TORCH_IMPL_FUNC(gelu_backward_out_cpu)
+(const Tensor& grad,
+ const Tensor& self,
+ std::string_view approximate,
+ const Tensor& grad_input) {
+  GeluBackwardKernel(kCPU, *this, get_gelutype_enum(approximate));
+}
+
 } // namespace at::native

@@ -6,6 +6,8 @@
 #include <ATen/Functions.h>
 #include <ATen/NativeFunctions.h>
 #else
+#include <ATen/ops/gelu_backward_native.h>
+#include <ATen/ops/gelu_native.h>
 #include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/softplus_backward_native.h>
 #include <ATen/ops/softplus_native.h>
@@ -42,6 +44,18 @@ static void run_two_input_graph(const std::string& key,
   }
 }
 
+// Phi(x) = 0.5 * (1 + erf(x / sqrt(2))): the normal CDF both gelu kernels use.
+static MPSGraphTensor* normal_cdf(MPSGraph* g, MPSGraphTensor* x) {
+  MPSGraphTensor* half = [g constantWithScalar:0.5 dataType:[x dataType]];
+  MPSGraphTensor* one = [g constantWithScalar:1.0 dataType:[x dataType]];
+  MPSGraphTensor* scale = [g constantWithScalar:M_SQRT1_2 dataType:[x dataType]];
+  MPSGraphTensor* erfT = [g erfWithTensor:[g multiplicationWithPrimaryTensor:x secondaryTensor:scale name:nil]
+                                     name:nil];
+  return [g multiplicationWithPrimaryTensor:half
+                            secondaryTensor:[g additionWithPrimaryTensor:one secondaryTensor:erfT name:nil]
+                                       name:nil];
+}
+
 } // namespace mps
 
 TORCH_IMPL_FUNC(sigmoid_backward_out_mps)(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
@@ -65,6 +79,42 @@ TORCH_IMPL_FUNC(tanh_backward_out_mps)(const Tensor& grad_output, const Tensor& 
         MPSGraphTensor* ySquared = [g squareWithTensor:y name:nil];
         MPSGraphTensor* local = [g subtractionWithPrimaryTensor:one secondaryTensor:ySquared name:nil];
         return [g multiplicationWithPrimaryTensor:grad secondaryTensor:local name:nil];
+      });
+}
+
+TORCH_IMPL_FUNC(gelu_out_mps)(const Tensor& self, std::string_view approximate, const Tensor& output) {
+  TORCH_CHECK(get_gelutype_enum(approximate) == GeluType::None,
+              "the practice tree's MPS gelu has no tanh approximation");
+  const std::string key = "gelu" + mps::getTensorsStringKey({self});
+  mps::run_two_input_graph(key, self, self, output, ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x, MPSGraphTensor*) {
+    return [g multiplicationWithPrimaryTensor:x secondaryTensor:mps::normal_cdf(g, x) name:nil];
+  });
+}
+
+TORCH_IMPL_FUNC(gelu_backward_out_mps)
+(const Tensor& grad, const Tensor& self, std::string_view approximate, const Tensor& grad_input) {
+  TORCH_CHECK(get_gelutype_enum(approximate) == GeluType::None,
+              "the practice tree's MPS gelu has no tanh approximation");
+  const std::string key = "gelu_backward" + mps::getTensorsStringKey({grad, self});
+  mps::run_two_input_graph(
+      key, grad, self, grad_input, ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* dy, MPSGraphTensor* x) {
+        // d/dx x * Phi(x) = Phi(x) + x * phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+        MPSGraphTensor* minusHalf = [g constantWithScalar:-0.5 dataType:[x dataType]];
+        MPSGraphTensor* norm = [g constantWithScalar:0.3989422804014327 dataType:[x dataType]];
+        MPSGraphTensor* square = [g squareWithTensor:x name:nil];
+        MPSGraphTensor* pdf =
+            [g multiplicationWithPrimaryTensor:norm
+                               secondaryTensor:[g exponentWithTensor:[g multiplicationWithPrimaryTensor:square
+                                                                                        secondaryTensor:minusHalf
+                                                                                                   name:nil]
+                                                                name:nil]
+                                          name:nil];
+        MPSGraphTensor* local = [g additionWithPrimaryTensor:mps::normal_cdf(g, x)
+                                             secondaryTensor:[g multiplicationWithPrimaryTensor:x
+                                                                                secondaryTensor:pdf
+                                                                                           name:nil]
+                                                        name:nil];
+        return [g multiplicationWithPrimaryTensor:dy secondaryTensor:local name:nil];
       });
 }
 
