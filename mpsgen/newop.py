@@ -926,7 +926,9 @@ def plan_new_op(
     for rel, entry_spans in targets.spans:
         src = tree.read(rel)
         kept_decorators: list[tuple[int, str]] = []
-        new_text = opinfo_edit.remove_mps_decorators(src.text, entry_spans, kept_decorators, migrating=yaml_mode == "migrate")
+        new_text = opinfo_edit.remove_mps_decorators(
+            src.text, entry_spans, kept_decorators, migrating=yaml_mode == "migrate", op=spec.name
+        )
         changeset.kept.extend(f"{rel}:{line}: {why}" for line, why in kept_decorators)
         if new_text != src.text:
             changeset.add(src, new_text)

@@ -70,3 +70,21 @@ def test_readme_commands_run_verbatim(commands, tmp_path: Path, real_sources):
         ok = (0, 1) if args[0] == "check" and "--explain" not in args else (0,)
         assert proc.returncode in ok, f"{cmd}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         assert "Traceback" not in proc.stderr
+
+
+def test_the_coverage_screen_the_readme_shows_is_what_coverage_prints(real_tree: Path, release: str, monkeypatch):
+    """The README's sample of `mpsgen coverage` (its status table, on the practice tree of
+    torch 2.13's files) is what the command prints at 80 columns."""
+    from typer.testing import CliRunner
+
+    from mpsgen.cli import app
+    from tests.conftest import only_on
+    from tests.releases import INSTALLED
+
+    only_on(release, INSTALLED, "the README shows 2.13's practice tree")
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```text\nMPS coverage of ")
+    shown = text[start + len("```text\n") : text.index("```", start + 8)].rstrip("\n").split("\n")
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["coverage", "--root", str(real_tree)], catch_exceptions=False).stdout.split("\n")
+    assert out[: len(shown)] == shown

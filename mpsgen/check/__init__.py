@@ -130,13 +130,18 @@ def run_check(
     return CheckResult(tree.root_dir, findings, selected, notes, hidden)
 
 
-def index_findings(index: Index, codes: frozenset[str] | None, strict: bool) -> tuple[list[Finding], tuple[str, ...], int]:
+def index_findings(
+    index: Index, codes: frozenset[str] | None, strict: bool, every: list[Finding] | None = None
+) -> tuple[list[Finding], tuple[str, ...], int]:
     """(findings, notes, hidden) of the rules ``codes`` (all when None) over an index: the
     whole tree's, sorted by place; on a partial tree without ``strict`` the findings its
-    missing files cause are left out (``hidden`` of them) and summed up in a note."""
+    missing files cause are left out (``hidden`` of them) and summed up in a note. ``every``,
+    when given, receives all of them, left out or not."""
     facts = Facts(index)
     rules = [r for c, r in RULES.items() if codes is None or c in codes]
     findings = sorted({f for r in rules for f in r.run(facts)}, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+    if every is not None:
+        every.extend(findings)
     notes: tuple[str, ...] = ()
     hidden = 0
     if not strict and (why := _partial_tree(facts)):

@@ -273,7 +273,8 @@ def changed_check(tree, paths, cwd, *, ref: str, codes: frozenset[str] | None, s
     gc.disable()  # as run_check does, for the same reason
     try:
         index = Index(tree)
-        findings, notes, hidden = index_findings(index, codes, strict)
+        every: list[Finding] = []  # (an error the change causes is its own even where a partial tree hides the kind)
+        findings, notes, hidden = index_findings(index, codes, strict, every)
         starts = [r.start_line for r in index.rows]
         yaml_lines = index.read(NATIVE_FUNCTIONS).count("\n") + 1
         touched = {p: lines for p, lines in touched_lines(change, starts, yaml_lines).items() if p in files}
@@ -281,10 +282,10 @@ def changed_check(tree, paths, cwd, *, ref: str, codes: frozenset[str] | None, s
         with tempfile.TemporaryDirectory(prefix="mpsgen-base-") as folder:
             base_files = write_base_files(root, change, folder)
             try:
-                before, _notes, _hidden = index_findings(BaseIndex(tree, base_files), codes, strict)
+                before, _notes, _hidden = index_findings(BaseIndex(tree, base_files), codes, True)
             except (OSError, ValueError, BadInput):  # the base cannot be read as a tree: every error is the change's
                 before = []
-        shown.update(new_errors(findings, before))
+        shown.update(new_errors(every, before))
     finally:
         if collecting:
             gc.enable()

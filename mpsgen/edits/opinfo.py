@@ -24,14 +24,16 @@ def _is_comment(line: str) -> bool:
 
 
 def remove_mps_decorators(
-    text: str, spans: list[tuple[int, int]], kept: list[tuple[int, str]] | None = None, *, migrating: bool = False
+    text: str, spans: list[tuple[int, int]], kept: list[tuple[int, str]] | None = None, *, migrating: bool = False,
+    op: str = "",
 ) -> str:
     """Remove the MPS decorators that exist because MPS lacked the kernel (their reason says
     so: NotImplementedError, "not implemented for MPS", ...) inside each (open, close) span;
     when ``migrating``, also those whose reason is a failure of MPSGraph itself (its
     ``[srcBuf length] > 0`` assertion, ...), which goes with the MPSGraph code, and those of
     TestCommon's test_out/test_out_warning (out= resizing is the shared kernel's once MPS
-    joins it, as upstream's nan_to_num migration shows). Spans must not
+    joins it, as upstream's nan_to_num migration shows), and those whose reason is what "MPS
+    <op>" (the kernel the migration replaces) does. Spans must not
     overlap. Numerics decorators (toleranceOverride, precisionOverride) and xfails with another
     reason stay; each is appended to ``kept`` as (1-based line, why)."""
     out = []
@@ -39,7 +41,7 @@ def remove_mps_decorators(
     for start, end in sorted(spans):
         out.append(text[last:start])
         line0, counted = line0 + text.count("\n", counted, start), start
-        out.append(_edit_span(text[start:end], line0, kept, migrating))
+        out.append(_edit_span(text[start:end], line0, kept, migrating, op))
         last = end
     out.append(text[last:])
     return "".join(out)
@@ -51,7 +53,10 @@ def _summary(call: str) -> str:
     return shorten(re.sub(r"([(\[])\s+|\s+([)\]])", r"\1\2", call), 160)
 
 
-def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = None, migrating: bool = False) -> str:
+def _edit_span(
+    span: str, line0: int = 0, kept: list[tuple[int, str]] | None = None, migrating: bool = False, op: str = ""
+) -> str:
+    old_kernel = re.compile(rf"\bMPS\s+{re.escape(op)}\b") if migrating and op else None
     found = mps_decorators(span, 0, len(span))
     if not found:
         return span
@@ -71,9 +76,9 @@ def _edit_span(span: str, line0: int = 0, kept: list[tuple[int, str]] | None = N
         elif is_unimplemented_reason(reason) or is_unimplemented_reason(call):
             calls.append((s, e))
             continue
-        elif migrating and (is_mpsgraph_failure(reason) or _OUT_TEST.search(call)):
-            # MPSGraph's own failure, or out= behaviour (resizing, its warning), which the shared
-            # kernel the rows join handles as on CPU
+        elif migrating and (is_mpsgraph_failure(reason) or _OUT_TEST.search(call) or (old_kernel and old_kernel.search(reason))):
+            # MPSGraph's own failure, out= behaviour (resizing, its warning), which the shared
+            # kernel the rows join handles as on CPU, or what the replaced MPS kernel did
             calls.append((s, e))
             continue
         else:

@@ -133,7 +133,7 @@ class PytorchTree:
             folder = parent
         raise BadInput(
             f"{start} is not inside a PyTorch source tree: no ancestor holds {NATIVE_FUNCTIONS}.",
-            hint="Run mpsgen from within a PyTorch checkout or pass --root DIR (try `mpsgen demo` for a practice tree).",
+            hint="Run mpsgen from within a PyTorch checkout or pass --root DIR (`mpsgen demo --keep DIR` makes a practice tree to try it on).",
         )
 
     def resolve(self, relpath: str, what: str = "path") -> Path:

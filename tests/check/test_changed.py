@@ -185,3 +185,15 @@ def test_parse_hunks_takes_counts_not_look_alike_lines():
         "",
     ])
     assert parse_hunks(diff) == {"x.yaml": [(4, 2), (10, 0)], "spécial.mm": [(1, 1)]}
+
+
+def test_an_error_the_change_causes_on_a_partial_tree_is_not_hidden(run, real_tree: Path):
+    """On a sample of files (the practice tree: most MPS kernels' sources missing) check
+    hides MPS001/MPS002 as the missing files' doing; one the change itself causes, against
+    a base that did not have it, is the change's and blocks it."""
+    git(real_tree, "init", "-q")
+    commit(real_tree, "practice tree")
+    assert "the tree looks partial" in run("check", "--root", real_tree).stderr
+    edit(real_tree, BINARY_MM, *FAULT)
+    res = run("check", "--changed", "--format", "json", "--root", real_tree)
+    assert res.exit_code == 1 and ("MPS002", NATIVE_FUNCTIONS) in {(c, p) for c, p, _l in found(res)}, res.output
