@@ -34,7 +34,7 @@ def write_whole(path: str | os.PathLike, data: bytes, *, replace: bool) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.filename == tmp:
+        if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.filename in (None, tmp):
             # (the temporary file is mpsgen's business: the error names the file asked for)
             raise OSError(exc.errno, exc.strerror, path) from None
         raise
