@@ -507,9 +507,13 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
         kinds = [guess_kind(r.entry.func) for r in legacy]
         kind = next((k for k in kinds if k != "other"), "other") if elementwise else "other"
         spec = f"specs/{op}.yaml" if specs_dir is not None and (specs_dir / f"{op}.yaml").is_file() else None
+        selector = False
         if spec is not None and elementwise:  # the shipped spec knows better (threshold's iterator is binary)
-            said = re.search(r"^kind:\s*(\w+)", (specs_dir / f"{op}.yaml").read_text(encoding="utf-8"), re.M)
+            spec_text = (specs_dir / f"{op}.yaml").read_text(encoding="utf-8")
+            said = re.search(r"^kind:\s*(\w+)", spec_text, re.M)
             kind = said.group(1) if said else kind
+            # a selector op keeps its own row and calls its stub: its CPU and CUDA kernels may differ
+            selector = re.search(r"^selector:", spec_text, re.M) is not None
         c = Candidate(op, kind, elementwise, any(r.entry.structured for r in legacy), tags, spec)
         for r, k in zip(legacy, kinds):
             found = impls.get(r.mps.kernel, [])
@@ -521,7 +525,7 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
                     "mps": r.mps.kernel,
                     "kind": k,
                     "structured": r.entry.structured,
-                    "problem": r.problem,
+                    "problem": None if selector and r.problem and r.problem.startswith("CPU and CUDA use different") else r.problem,
                     "impl": {"file": found[0].path, "line": found[0].impl.start_line + 1, "form": found[0].impl.form}
                     if found
                     else None,
