@@ -194,6 +194,7 @@ ForceOpt = typer.Option(
 def report(
     changeset: Changeset, *, dry_run: bool, patch: Optional[Path], strict: bool, op: str, force: bool = False,
     side_files: list[tuple[Path, str, bool, str]] = (),
+    given: frozenset[str] = frozenset(),
 ) -> None:
     """Show the change, then write it (or its patch). ``side_files`` (--with-test,
     --with-bench) belong to the change: written first, as new files, and removed again if
@@ -222,7 +223,7 @@ def report(
         err.print(f"dry run: {len(changeset.changed)} file(s) would change; nothing written.")
         if blocked and not force:
             raise typer.Exit(1)
-        print_next_steps(changeset)
+        print_next_steps(changeset, given)
         return
     if patch is not None and str(patch) == "-":
         sys.stdout.write(changeset.diff())
@@ -255,7 +256,7 @@ def report(
         err.print(f"updated {len(written)} file(s) in {changeset.tree.root}.")
         for path, _text, _replace, said in side_files:
             err.print(f"wrote {path}: {said}")
-        print_next_steps(changeset)
+        print_next_steps(changeset, given)
 
 
 _APPLIED: list[str] = []  # what this run wrote to the tree, for an interrupt that comes after
@@ -288,15 +289,22 @@ def applied(changeset: Changeset, what: str):
         ) from None
 
 
-def print_next_steps(changeset: Changeset) -> None:
+_COMPANION_HINTS = (
+    ("--with-test", "--with-test writes a shader test to check the functor on a Mac before building"),
+    ("--with-bench", "--with-bench a benchmark script for the PR"),
+    ("--pr-description", "--pr-description prints a PR text"),
+)
+
+
+def print_next_steps(changeset: Changeset, given: frozenset[str] = frozenset()) -> None:
+    """The change's next steps, and a hint at the companion flags not ``given``."""
     if changeset.next_steps:
         err.print("next steps:")
         for step in changeset.next_steps:
             err.print(f"  {step}")
-        err.print(
-            "  hint:   --with-test writes a shader test to check the functor on a Mac before building; --with-bench a "
-            "benchmark script for the PR; --pr-description prints a PR text"
-        )
+        hints = [text for flag, text in _COMPANION_HINTS if flag not in given]
+        if hints:
+            err.print("  hint:   " + "; ".join(hints))
 
 
 def shipped_spec_path(spec_file: Path) -> Path:
@@ -453,7 +461,8 @@ def new_op(
             changeset = plan_new_op(tree, spec, partial=partial)
         changeset.notes[:0] = notes
         companions = prepare_companions(spec, "new-op", with_test, with_bench, force)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions)
+        given = frozenset(f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
         write_companions(spec, changeset, "new-op", companions, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
@@ -666,7 +675,8 @@ def migrate_from_mpsgraph(
             changeset = plan_migrate(tree, spec, partial=partial, allow_dtype_loss=allow_dtype_loss)
         changeset.notes[:0] = notes
         companions = prepare_companions(spec, "migrate-from-mpsgraph", with_test, with_bench, force)
-        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions)
+        given = frozenset(f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on)
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
         write_companions(spec, changeset, "migrate-from-mpsgraph", companions, pr, dry_run or patch is not None)
     except MpsgenError as exc:
         fail(exc)
