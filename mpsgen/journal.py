@@ -158,45 +158,34 @@ class Journal:
 
     def resume(self) -> list[str]:
         """Finish the change: put the staged new content in place of every file not yet written."""
-        states = self.states()
-        _refuse_changed(self, states, "finish")
-        missing = [s.entry.path for s in states if s.state == "pending" and not s.new_copy_ok]
-        if missing:
-            raise Refused(
-                f"the interrupted change cannot be finished: the new content of {', '.join(missing)} was not staged "
-                "whole before the interruption; nothing written.",
-                hint=f"Roll it back with `{recover_command(self.root, '--abort')}`, then run the command again.",
-            )
-        done = []
-        for s in states:
-            if s.state == "pending":
-                if s.entry.old is None:  # a new file: never replaces one that appeared
-                    os.link(self.root / s.entry.new_copy, self.root / s.entry.path)
-                else:
-                    os.replace(self.root / s.entry.new_copy, self.root / s.entry.path)
-                done.append(s.entry.path)
-        self._sync(states)
-        self.end()
-        return done
+        return self._settle(
+            "pending", "finish", lambda s: s.new_copy_ok, _put_new,
+            "the interrupted change cannot be finished: the new content of {} was not staged whole before the "
+            "interruption; nothing written.",
+            f"Roll it back with `{recover_command(self.root, '--abort')}`, then run the command again.",
+        )
 
     def abort(self) -> list[str]:
         """Roll the change back: put the kept old content in place of every file written."""
+        return self._settle(
+            "written", "roll back", lambda s: s.old_copy_ok, _put_old,
+            "the interrupted change cannot be rolled back: the old content of {} was not kept; nothing written.",
+            f"Finish it with `{recover_command(self.root, '--resume')}`, or restore the files with git (git checkout -- FILE).",
+        )
+
+    def _settle(self, state: str, verb: str, ready, move, refusal: str, hint: str) -> list[str]:
+        """Move every file in ``state`` (``move(root, entry)``), after checking that none was
+        changed by someone else and that each has the copy it needs (``ready``); then drop
+        the journal. Nothing moves when a check fails."""
         states = self.states()
-        _refuse_changed(self, states, "roll back")
-        missing = [s.entry.path for s in states if s.state == "written" and not s.old_copy_ok]
+        _refuse_changed(self, states, verb)
+        missing = [s.entry.path for s in states if s.state == state and not ready(s)]
         if missing:
-            raise Refused(
-                f"the interrupted change cannot be rolled back: the old content of {', '.join(missing)} was not "
-                "kept; nothing written.",
-                hint=f"Finish it with `{recover_command(self.root, '--resume')}`, or restore the files with git (git checkout -- FILE).",
-            )
+            raise Refused(refusal.format(", ".join(missing)), hint=hint)
         done = []
         for s in states:
-            if s.state == "written":
-                if s.entry.old is None:  # a file the change created
-                    os.unlink(self.root / s.entry.path)
-                else:
-                    os.replace(self.root / s.entry.old_copy, self.root / s.entry.path)
+            if s.state == state:
+                move(self.root, s.entry)
                 done.append(s.entry.path)
         self._sync(states)
         self.end()
@@ -222,6 +211,20 @@ def refuse_interrupted(root: Path, *, tidy: bool = False) -> None:
             hint=f"Finish it with `{recover_command(root, '--resume')}`, or roll it back with "
             f"`{recover_command(root, '--abort')}`; `{recover_command(root)}` shows each file's state.",
         )
+
+
+def _put_new(root: Path, entry: JournalEntry) -> None:
+    if entry.old is None:  # a new file: never replaces one that appeared
+        os.link(root / entry.new_copy, root / entry.path)
+    else:
+        os.replace(root / entry.new_copy, root / entry.path)
+
+
+def _put_old(root: Path, entry: JournalEntry) -> None:
+    if entry.old is None:  # a file the change created
+        os.unlink(root / entry.path)
+    else:
+        os.replace(root / entry.old_copy, root / entry.path)
 
 
 def recover_command(root: Path, flag: str = "") -> str:
