@@ -120,7 +120,7 @@ def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: P
     the change is complete (never 'nothing written')."""
     import mpsgen.cli
 
-    def interrupted(_changeset):
+    def interrupted(_changeset, *_given):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(mpsgen.cli, "print_next_steps", interrupted)
