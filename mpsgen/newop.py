@@ -333,6 +333,25 @@ def _add_params_struct(tree: PytorchTree, spec: OpSpec, metal_rel: str, metal_te
     return rel
 
 
+def _refuse_other_iterator(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver) -> None:
+    """A structured row's meta function builds the iterator its stub runs on: a kernel of
+    another arity would read inputs that are not there, or miss one (threshold's is (self,
+    self), though its schema has one tensor)."""
+    from mpsgen.tree.resolver import row_op
+
+    for e in rows:
+        if not e.structured:
+            continue
+        found = resolver.meta_inputs(row_op(e))
+        if found is not None and found[0] != spec.arity:
+            n, where = found
+            raise Refused(
+                f"the meta function of {e.name} ({where}) builds an iterator of {n} input(s), but a {spec.kind} kernel "
+                f"reads {spec.arity}: the kernel registered for its stub would read the wrong inputs.",
+                hint=f"Pick the kind whose kernel reads {n} (with `operands:` in a spec naming the schema tensors each one is).",
+            )
+
+
 def _refuse_stub_mismatch(tree: PytorchTree, spec: OpSpec, stub: str, resolver: StubResolver) -> None:
     """The host function mpsgen writes for a plain or alpha kind takes the iterator (and one
     Scalar): refuse a stub whose function type takes other arguments, which REGISTER_DISPATCH
@@ -788,6 +807,7 @@ def plan_new_op(
     stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
     changeset.notes.extend(stub_notes)
     changeset.blockers.extend(stub_blockers)
+    _refuse_other_iterator(spec, served, resolver)
     params_host = header = None
     if spec.has_params:  # the struct's fields from the stub's function type and the op's schema
         spec, params_host = _params_of(tree, spec, stub, served, resolver)

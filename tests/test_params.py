@@ -268,3 +268,24 @@ def test_a_selector_whose_type_is_not_the_stub_s_is_refused(real_tree: Path, run
 def test_selector_problems_are_located(text: str, words: str):
     spec, problems = parse_spec_text(text, "s.yaml")
     assert spec is None and any(words in why for _loc, why in problems), problems
+
+
+def test_a_kind_whose_kernel_reads_other_inputs_than_the_meta_function_builds_is_refused(real_tree: Path, run):
+    """threshold's schema has one tensor, but its meta function builds a (self, self)
+    iterator: a unary kernel given by hand for it is refused; the shipped spec's binary one
+    is what it takes."""
+    before = snapshot(real_tree)
+    res = run("migrate-from-mpsgraph", "threshold", "--kind", "unary_params", "--expr", "x", "--root", real_tree)
+    assert res.exit_code == 1, res.output
+    assert "meta function of threshold.out" in res.output and "builds an iterator of 2 input(s)" in res.output
+    assert snapshot(real_tree) == before
+    assert run("migrate-from-mpsgraph", "threshold", "--dry-run", "--root", real_tree).exit_code == 0
+
+
+def test_meta_function_inputs_are_read_from_the_tree(real_tree: Path):
+    from mpsgen.tree.resolver import StubResolver
+
+    resolver = StubResolver.of(PytorchTree(real_tree))
+    assert resolver.meta_inputs("threshold")[0] == 2
+    assert resolver.meta_inputs("softplus")[0] == 1  # build_unary_op
+    assert resolver.meta_inputs("no_such_op") is None

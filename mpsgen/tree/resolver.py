@@ -266,6 +266,8 @@ class _CppIndex:
 
     def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
         self.files = files  # (rel, path)
+        self._meta: dict[str, tuple[int, str] | None] = {}  # op -> its meta function's inputs
+        self._meta_files: list[int] | None = None
         self.stubs = stubs
         self._indexed = False
         self._texts: dict[int, str] = {}  # decoded, for the files read closely
@@ -312,6 +314,43 @@ class _CppIndex:
                     if name not in made:
                         made[name] = KernelDefinition(name, rel, text.count("\n", 0, start) + 1, self._stubs_called(body), via)
         return made
+
+    def meta_inputs(self, op: str) -> tuple[int, str] | None:
+        if op in self._meta:
+            return self._meta[op]
+        if self._meta_files is None:  # the files defining any meta function, found once
+            self._index()  # (what _text relies on)
+            self._meta_files = []
+            for i, (_rel, path) in enumerate(self.files):
+                with open(path, "rb") as fh:
+                    if b"TORCH_META_FUNC" in fh.read():
+                        self._meta_files.append(i)
+        found = self._meta[op] = self._meta_inputs(op)
+        return found
+
+    def _meta_inputs(self, op: str) -> tuple[int, str] | None:
+        wanted = re.compile(rf"\bTORCH_META_FUNC\s*\(\s*{re.escape(op)}\s*\)")  # (clang-format may break inside)
+        for i in self._meta_files or ():
+            rel = self.files[i][0]
+            text = self._text(i)
+            if op not in text:
+                continue
+            m = wanted.search(text)
+            if m is None:
+                continue
+            from mpsgen.tree.source import mask_c_comments_and_strings, match_close
+
+            masked = mask_c_comments_and_strings(text)
+            brace = masked.find("{", masked.find(")", m.end()) + 1)
+            end = match_close(masked, brace)
+            body = masked[brace : end if end > 0 else len(masked)]
+            where = f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+            helper = re.search(r"\bbuild_(?:borrowing_)?(unary|binary|ternary|comparison)(?:_float|_force_boolean)?_op\s*\(", body)
+            if helper is not None:
+                return {"unary": 1, "binary": 2, "comparison": 2, "ternary": 3}[helper.group(1)], where
+            added = len(re.findall(r"\.add_(?:owned_)?(?:const_)?input\s*\(", body))
+            return (added, where) if added else None
+        return None
 
     def find(self, kernel: str) -> KernelDefinition | None:
         try:
@@ -397,6 +436,12 @@ class StubResolver:
         if got is None:
             got = tree.memo[_RESOLVER_KEY] = (None, cls.for_tree(tree))
         return got[1]
+
+    def meta_inputs(self, op: str) -> tuple[int, str] | None:
+        """How many inputs the iterator of ``op``'s structured meta function has (``TORCH_META_FUNC(op)``
+        in a .cpp of the tree) and where it is; None when no .cpp defines it or its body does
+        not say plainly (a ``build_*_op`` helper, or ``add_input`` calls to count)."""
+        return self._cpp.meta_inputs(op)
 
     def resolve(self, entry: NativeFunction, kernel: str | None = None) -> StubResolution:
         kernel = (kernel or host_kernel(entry) or "").rpartition("::")[2] or None

@@ -3,6 +3,34 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <ATen/native/Activation.h>
 
+namespace at::meta {
+
+// threshold runs one stub for the forward and the backward: its iterator reads
+// (self, self), the backward's (self, grad), so both are binary.
+TORCH_META_FUNC(threshold)(
+    const Tensor& self,
+    const Scalar& threshold,
+    const Scalar& value) {
+  const Tensor& result = maybe_get_output();
+  build(
+      TensorIteratorConfig()
+          .set_check_mem_overlap(false)
+          .add_output(result)
+          .add_const_input(self)
+          .add_const_input(self)
+          .allow_cpu_scalars(true)
+          .promote_inputs_to_common_dtype(true)
+          .cast_common_dtype_to_outputs(true)
+          .enforce_safe_casting_to_output(true));
+}
+
+TORCH_META_FUNC(
+    softplus)(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  build_unary_op(maybe_get_output(), self);
+}
+
+} // namespace at::meta
+
 namespace at::native {
 
 TORCH_IMPL_FUNC(threshold_out)(
