@@ -827,11 +827,10 @@ def recover_cmd(
         tree = PytorchTree.locate(root)
         journal = Journal.find(tree.root)
         if journal is None:
-            from mpsgen.journal import journal_path
+            from mpsgen.journal import remove_cut_short
 
-            stale = Path(journal_path(tree.root) + ".new")
-            if stale.is_file():  # a kill while the journal itself was written: the tree was not touched
-                stale.unlink()
+            stale = remove_cut_short(tree.root)  # (a kill while the journal itself was written)
+            if stale is not None:
                 err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
                 return
             err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")

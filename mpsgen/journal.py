@@ -85,7 +85,7 @@ class Journal:
         recognises and removes, the tree untouched), then renamed into place."""
         data = {"mpsgen_journal": FORMAT, "command": self.command, "files": [asdict(e) for e in self.entries]}
         path = self.path
-        new = path.with_name(path.name + ".new")
+        new = cut_short_path(self.root)
         with open(new, "wb") as fh:
             fh.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
             fh.flush()
@@ -196,14 +196,27 @@ class Journal:
             sync_folder(folder)
 
 
+def cut_short_path(root: Path) -> Path:
+    """Where :meth:`Journal.begin` writes the journal before renaming it into place: a file
+    left there means a kill came before any file of the tree was touched."""
+    return Path(journal_path(root) + ".new")
+
+
+def remove_cut_short(root: Path) -> Path | None:
+    """Remove a journal cut short while it was written; the path removed, or None."""
+    stale = cut_short_path(root)
+    if not stale.is_file():
+        return None
+    _unlink(stale)
+    return stale
+
+
 def refuse_interrupted(root: Path, *, tidy: bool = False) -> None:
     """Refuse to plan or write on a tree where an earlier change was cut short. ``tidy`` (a
     writer, holding the tree's lock): remove a journal that a kill cut short while it was
     being written (``<journal>.new``; nothing of the tree was touched then)."""
     if tidy:
-        stale = Path(journal_path(root) + ".new")
-        if stale.exists():
-            _unlink(stale)
+        remove_cut_short(root)
     journal = Journal.find(root)
     if journal is not None:
         raise Refused(

@@ -85,6 +85,6 @@ def metal_statement(statement: str) -> str:
     head, _paren, rest = statement.partition("(")
     if not rest.endswith(");") or "\n" in statement:
         return statement
-    from mpsgen.tree.stubs import split_arguments
+    from mpsgen.tree.source import split_args
 
-    return one_per_line(head + "(", split_arguments(rest[:-2]), ");")
+    return one_per_line(head + "(", split_args(rest[:-2]), ");")

@@ -239,11 +239,13 @@ def _add_start(starts: dict[str, list[tuple[int, int]]], name: str, i: int, at: 
         got.append((i, at))
 
 
-def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[int, int]]], list[int]]:
+def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[int, int]]], list[int], list[int]]:
     """Each file's candidate definition lines (name -> [(file index, line start)], in file
-    order) and the files whose macros may make a TORCH_IMPL_FUNC."""
+    order), the files whose macros may make a TORCH_IMPL_FUNC, and the files defining a
+    structured meta function (TORCH_META_FUNC)."""
     starts: dict[str, list[tuple[int, int]]] = {}
     macro_files = []
+    meta_files = []
     for i, (_rel, path) in enumerate(files):
         raw = _mapped(path)
         first = _FIRST_LINE_BYTES.match(raw)
@@ -253,9 +255,11 @@ def scan_candidates(files: list[tuple[str, str]]) -> tuple[dict[str, list[tuple[
             _add_start(starts, name.decode("ascii"), i, at)
         if _makes_impl_funcs(raw):
             macro_files.append(i)
+        if raw.find(b"TORCH_META_FUNC") >= 0:
+            meta_files.append(i)
         if not isinstance(raw, bytes):
             raw.close()
-    return starts, macro_files
+    return starts, macro_files, meta_files
 
 
 class _CppIndex:
@@ -267,7 +271,7 @@ class _CppIndex:
     def __init__(self, files: list[tuple[str, str]], stubs: dict[str, tuple[str, int]]):
         self.files = files  # (rel, path)
         self._meta: dict[str, tuple[int, str] | None] = {}  # op -> its meta function's inputs
-        self._meta_files: list[int] | None = None
+        self._meta_files: list[int] = []  # files defining a TORCH_META_FUNC (found by _index)
         self.stubs = stubs
         self._indexed = False
         self._texts: dict[int, str] = {}  # decoded, for the files read closely
@@ -284,7 +288,7 @@ class _CppIndex:
         if self._indexed:
             return
         self._indexed = True
-        self._starts, self._macro_files = scan_candidates(self.files)
+        self._starts, self._macro_files, self._meta_files = scan_candidates(self.files)
 
     def _text(self, i: int) -> str:
         """File ``i`` decoded. Its candidate lines were found in its bytes: where characters
@@ -316,21 +320,14 @@ class _CppIndex:
         return made
 
     def meta_inputs(self, op: str) -> tuple[int, str] | None:
-        if op in self._meta:
-            return self._meta[op]
-        if self._meta_files is None:  # the files defining any meta function, found once
-            self._index()  # (what _text relies on)
-            self._meta_files = []
-            for i, (_rel, path) in enumerate(self.files):
-                with open(path, "rb") as fh:
-                    if b"TORCH_META_FUNC" in fh.read():
-                        self._meta_files.append(i)
-        found = self._meta[op] = self._meta_inputs(op)
-        return found
+        if op not in self._meta:
+            self._index()  # (the scan that finds the files with meta functions)
+            self._meta[op] = self._meta_inputs(op)
+        return self._meta[op]
 
     def _meta_inputs(self, op: str) -> tuple[int, str] | None:
         wanted = re.compile(rf"\bTORCH_META_FUNC\s*\(\s*{re.escape(op)}\s*\)")  # (clang-format may break inside)
-        for i in self._meta_files or ():
+        for i in self._meta_files:
             rel = self.files[i][0]
             text = self._text(i)
             if op not in text:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 
 from mpsgen.tree import NATIVE_DIR, PytorchTree
+from mpsgen.tree.source import split_args
 
 DECLARE_DISPATCH_RE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
 
@@ -30,22 +31,6 @@ def collect_stubs(headers: Iterable[tuple[str, str | os.PathLike]]) -> dict[str,
             if name not in found:
                 found[name] = (rel, raw.count(b"\n", 0, m.start()) + 1)
     return found
-
-
-def split_arguments(text: str) -> list[str]:
-    """A C++ parameter list split at its top-level commas (not those inside <>, () or [])."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        parts.append(text[start:].strip())
-    return parts
 
 
 _FN_POINTER = re.compile(r"void\s*\(\s*\*\s*\)\s*\((.*)\)\s*$", re.S)
@@ -76,5 +61,5 @@ def stub_parameters(tree: PytorchTree, stub: str, declared: dict[str, tuple[str,
             args = alias.group(1) if alias.group(1) is not None else alias.group(2)
         else:
             args = found.group(1)
-        return split_arguments(re.sub(r"\s+", " ", args)), f"{rel}:{line}"
+        return split_args(re.sub(r"\s+", " ", args)), f"{rel}:{line}"
     return None
