@@ -468,6 +468,87 @@ def new_op(
         fail(exc)
 
 
+@app.command("new-kernel")
+def new_kernel(
+    op: str = typer.Argument(..., metavar="OP", help="aten op name, e.g. _pdist_forward"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="a kernel spec YAML file (default: the one mpsgen ships for OP)"),
+    file: Optional[str] = typer.Option(None, "--file", metavar="STEM", help="the files' stem: kernels/STEM.{h,metal}, operations/STEM.mm (default: the spec's 'file')"),
+    dtypes: Optional[str] = typer.Option(None, "--dtypes", metavar="LIST", help="register only these dtypes, comma-separated (float,half,bfloat)"),
+    root: Optional[Path] = RootOption,
+    dry_run: bool = DryRunOpt,
+    patch: Optional[Path] = PatchOpt,
+    strict: bool = StrictOpt,
+    force: bool = ForceOpt,
+    with_test: bool = WithTestOpt,
+) -> None:
+    """Add a custom (non-elementwise) Metal kernel: params header, kernel with one host_name per
+    dtype, host function, dispatch, test lists, AOTI shim; the body comes from a kernel spec.
+
+    Example: mpsgen new-kernel _pdist_forward --dry-run"""
+    from mpsgen.newkernel import plan_new_kernel
+
+    try:
+        if dry_run and patch is not None:
+            raise BadInput("--dry-run and --patch are mutually exclusive.")
+        spec = kernel_spec_for(op, spec_file, file, dtypes)
+        tree = PytorchTree.locate(root)
+        from mpsgen.journal import refuse_interrupted
+
+        refuse_interrupted(tree.root)
+        with busy(f"planning {op}: reading the tree, compiling the kernel body against mpsgen's Metal model..."):
+            changeset = plan_new_kernel(tree, spec)
+        companions = []
+        if with_test:
+            from mpsgen.kernel_companions import kernel_shader_test
+
+            name, text = kernel_shader_test(tree, spec)
+            path = Path.cwd() / name
+            if path.exists():
+                raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
+            companions.append((path, text, False, f"on a Mac, `python -m pytest {name} -v` checks the kernel before you build"))
+        given = frozenset({"--with-bench", "--pr-description"} | ({"--with-test"} if with_test else set()))
+        report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
+        for path, *_rest in companions:
+            if dry_run or patch is not None:
+                err.print(f"dry run: would write {path}")
+    except MpsgenError as exc:
+        fail(exc)
+
+
+def kernel_spec_for(op: str, spec_file: Optional[Path], file: Optional[str], dtypes: Optional[str]):
+    """The kernel spec of ``new-kernel OP``: the given file, else the one mpsgen ships; --file
+    and --dtypes override it."""
+    from dataclasses import replace
+
+    from mpsgen.kernelspec import KERNEL_DTYPES, _STEM, load_kernel_spec
+
+    if why := check_name(op, "OP"):
+        raise BadInput(why)
+    if spec_file is None:
+        shipped = resource_dir("specs") / "kernels" / f"{op}.yaml"
+        if not shipped.is_file():
+            raise BadInput(
+                f"new-kernel {op}: no --spec given and mpsgen ships no kernel spec for {op}. The kernel body is the "
+                "spec's: copy specs/kernels/_pdist_forward.yaml (explained in specs/kernels/README.md), write the "
+                f"body of {op}'s kernel, then run `mpsgen new-kernel {op} --spec YOUR.yaml --dry-run`."
+            )
+        spec_file = shipped
+    spec = load_kernel_spec(spec_file, display=str(spec_file))
+    if spec.name != op:
+        raise BadInput(f"{spec_file}: the spec is for {spec.name}, not {op}; give the op the spec names, or another --spec.")
+    if file is not None:
+        if not _STEM.match(file):
+            raise BadInput(f"--file {file!r}: give a file stem like Distance (CamelCase letters and digits, no path or suffix).")
+        spec = replace(spec, file=file)
+    if dtypes is not None:
+        wanted = [d.strip() for d in dtypes.split(",") if d.strip()]
+        bad = [d for d in wanted if d not in KERNEL_DTYPES]
+        if bad or not wanted:
+            raise BadInput(f"--dtypes {dtypes!r}: a custom kernel registers {', '.join(KERNEL_DTYPES)}; give some of them, comma-separated.")
+        spec = replace(spec, dtypes=tuple(d for d in KERNEL_DTYPES if d in wanted))
+    return spec
+
+
 @spec_app.command("validate")
 def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) -> None:
     """Report every problem in the given spec files, as file:line:col.

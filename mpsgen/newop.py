@@ -644,9 +644,10 @@ def untested_dtypes(spec: OpSpec, targets: OpInfoTargets) -> list[str]:
     return [d for d in MPS_DTYPE_ORDER if d in covered and d not in targets.dtypes and d != "torch.complex32"]
 
 
-def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions) -> OpInfoTargets:
-    """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to edit."""
-    guesses = {op, f"nn.functional.{op}"}  # (torch.nn.functional.threshold's OpInfo tests aten's threshold)
+def opinfo_keys(tree: PytorchTree, op: str, table: NativeFunctions, extra: set[str] = frozenset()) -> OpInfoTargets:
+    """OpInfo names for the op (the common_mps keys) and, per OpInfo file, the entry spans to
+    edit; ``extra``: OpInfo names a spec says test the op."""
+    guesses = {op, f"nn.functional.{op}", *extra}  # (torch.nn.functional.threshold's OpInfo tests aten's threshold)
     for e in table.of_op(op):
         if e.python_module and op.startswith(e.python_module + "_"):
             guesses.add(e.python_module + "." + op[len(e.python_module) + 1 :])
@@ -896,10 +897,7 @@ def plan_new_op(
         )
 
     # -- tests: xfail lists and OpInfo decorators -----------------------------------------
-    from mpsgen.edits import common_mps as common_mps_edit
-
     targets = opinfo_keys(tree, spec.name, table)
-    keys = targets.keys
     untested = untested_dtypes(spec, targets)
     if untested:
         names = ", ".join(sorted(targets.found)) or spec.name
@@ -922,20 +920,44 @@ def plan_new_op(
                 f"{stub}: the kernel sees floating types only"
             )
         _refuse_dtype_loss(spec, targets, common.text, mpsgraph_checks, allow_dtype_loss, changeset, floats_only)
+    complex_keys = targets.found if "complex" in spec.dtypes else set()
+    unxfailed += edit_test_lists(
+        tree, changeset, targets, spec.name, covered_torch_dtypes(spec), complex_keys, migrating=yaml_mode == "migrate"
+    )
+    tested = sorted(targets.test_names[k] for k in targets.found) if targets.found else [formatted_name(spec.name, "")]
+    changeset.next_steps = next_steps(unxfailed, tested)
+    if yaml_mode == "add":  # a migration's yaml is edited by its caller, which does this after
+        from mpsgen.aoti import sync_c_shim
+
+        sync_c_shim(changeset)
+    return changeset
+
+
+def edit_test_lists(
+    tree: PytorchTree, changeset: Changeset, targets: OpInfoTargets, op: str, covered: set[str], complex_keys: set[str],
+    migrating: bool = False,
+) -> list[tuple[str, str, str, str]]:
+    """Remove the op's entries from common_mps.py's lists and its OpInfos' MPS DecorateInfos
+    (those that exist because the kernel was missing); returns the tests un-xfailed, as
+    (test class, test, OpInfo test name, dtype or "")."""
+    from mpsgen.edits import common_mps as common_mps_edit
+
+    keys = targets.keys
+    unxfailed: list[tuple[str, str, str, str]] = []
+    common = tree.read_optional(COMMON_MPS)
     if common is not None:
         from mpsgen.tree.xfails import unedited_mentions
 
         mentions = unedited_mentions(common.text)
         for line, code in sorted({place for key in keys for place in mentions.get(key, ())}):
             changeset.blockers.append(
-                f"{COMMON_MPS}:{line}: `{code}` names {spec.name}'s tests in a form mpsgen does not edit (only the "
+                f"{COMMON_MPS}:{line}: `{code}` names {op}'s tests in a form mpsgen does not edit (only the "
                 "keys of the XFAIL/SKIP dict literals of mps_ops_modifier): the tests would stay xfailed and turn into "
                 "unexpected successes. Remove or cut it by hand, then run again (or --force to write the rest)."
             )
-        complex_keys = targets.found if "complex" in spec.dtypes else set()
         kept_entries: list[tuple[int, str]] = []
         new_common = common_mps_edit.remove_op_entries(
-            common.text, keys, covered_torch_dtypes(spec), complex_keys, kept_entries, tested_dtypes=targets.dtypes
+            common.text, keys, covered, complex_keys, kept_entries, tested_dtypes=targets.dtypes
         )
         changeset.kept.extend(f"{COMMON_MPS}:{line}: {why}" for line, why in kept_entries)
         if new_common != common.text:
@@ -947,21 +969,15 @@ def plan_new_op(
         src = tree.read(rel)
         kept_decorators: list[tuple[int, str]] = []
         new_text = opinfo_edit.remove_mps_decorators(
-            src.text, entry_spans, kept_decorators, migrating=yaml_mode == "migrate", op=spec.name
+            src.text, entry_spans, kept_decorators, migrating=migrating, op=op
         )
         changeset.kept.extend(f"{rel}:{line}: {why}" for line, why in kept_decorators)
         if new_text != src.text:
             changeset.add(src, new_text)
             changeset.notes.append(f"{rel}: removed MPS DecorateInfo entries")
-            names = {start: targets.span_names.get((rel, start), spec.name) for start, _end in entry_spans}
+            names = {start: targets.span_names.get((rel, start), op) for start, _end in entry_spans}
             unxfailed += decorated_tests(src.text, entry_spans, {line for line, _why in kept_decorators}, names)
-    tested = sorted(targets.test_names[k] for k in targets.found) if targets.found else [formatted_name(spec.name, "")]
-    changeset.next_steps = next_steps(unxfailed, tested)
-    if yaml_mode == "add":  # a migration's yaml is edited by its caller, which does this after
-        from mpsgen.aoti import sync_c_shim
-
-        sync_c_shim(changeset)
-    return changeset
+    return unxfailed
 
 
 _DECORATED_TEST = re.compile(r"""DecorateInfo\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*['"](\w+)['"]\s*,\s*['"](\w+)['"]""")

@@ -48,6 +48,8 @@ def real_file_sources(site: Path | None = None) -> dict[str, Path] | None:
     # the AOTI shim: the fallback op list, the checked-in MPS header, and what regenerates it
     # (torchgen's sources, without the packaged/ copies a build makes, and the tags it reads)
     files[C_SHIM_MPS] = torch_dir / "include" / C_SHIM_MPS
+    # which backward ops an op's tests also run (new-kernel keeps xfails until they are on MPS)
+    files["tools/autograd/derivatives.yaml"] = torchgen_dir / "packaged/autograd/derivatives.yaml"
     files[TAGS_YAML] = torchgen_dir / "packaged/ATen/native/tags.yaml"
     for f in sorted(torchgen_dir.rglob("*.py")):
         rel = f.relative_to(torchgen_dir)

@@ -958,3 +958,107 @@ def interrupted_change(f: Facts) -> Iterator[Finding]:
             f"written): `{recover_command(root, '--resume')}` finishes it, `--abort` rolls it back",
             locate=lambda paths=paths: ((p, 1) for p in paths),
         )
+
+
+# -- MPS017, MPS018: custom kernels' pipeline names --------------------------------------
+def _pipeline_sides(f: Facts):
+    """(requests per host file, None for a file with inline shaders) and the host names of
+    every .metal file: the bundled library holds them all, so a host may use any file's."""
+    from mpsgen.tree.pipelines import host_names, pipeline_requests
+
+    if "pipelines" not in f.index._memo:
+        requests = {h.path: pipeline_requests(h.path, h.text) for h in f.index.host_files if h.path.endswith(".mm")}
+        names = [n for m in f.index.metal_files for n in host_names(m.path, m.text)]
+        f.index._memo["pipelines"] = (requests, names)
+    return f.index._memo["pipelines"]
+
+
+@rule(
+    "MPS017",
+    "unregistered-pipeline",
+    ERROR,
+    "host code asks the shader library for a kernel name no .metal file registers (for a dtype it accepts)",
+    """
+A custom kernel's host code looks its pipeline up by name, usually built from the dtype:
+`lib.getPipelineStateForFunc(fmt::format("pdist_forward_{}", scalarToMetalTypeString(t)))`.
+The name must be one a .metal file registers with `[[host_name("pdist_forward_float")]]`
+(through a per-dtype macro such as `REGISTER_PDIST_FORWARD_OP(float)`). A typo on either side,
+or a dtype the host accepts that the shader never registers, compiles and links; it fails only
+at run time on a Mac, when the library has no such function.
+
+mpsgen reads names given as a literal, `fmt::format` with `{}` fields, `"x_" + ...`
+concatenation, or a variable assigned one of these before the call; `{}` fields computed at
+run time match any registered part. The dtypes a host accepts are read from the dtype
+TORCH_CHECK new-kernel writes (`t.scalar_type() == kFloat || ...`). Files with their shaders
+inline (`MetalShaderLibrary lib(R"...")`) are not checked.
+
+Fix: make the host's name and the registration agree, or register the kernel for the dtype.
+""",
+)
+def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
+    from mpsgen.tree.pipelines import may_match
+
+    requests, names = _pipeline_sides(f)
+    for path, found in requests.items():
+        for r in found or ():
+            if not any(may_match(r.parts, n.parts) for n in names):
+                yield Finding(
+                    path, r.line, 0, "MPS017", ERROR,
+                    f"asks the shader library for `{r.shown}`, which no kernels/*.metal registers with "
+                    f"[[host_name(...)]]",
+                    symbols=(r.shown,),
+                )
+                continue
+            if r.dtype_hole < 0:
+                continue
+            for dtype in r.dtypes:
+                parts = r.with_dtype(dtype)
+                if not any(may_match(parts, n.parts) for n in names):
+                    shown = "".join(p if p is not None else "{}" for p in parts)
+                    yield Finding(
+                        path, r.line, 0, "MPS017", ERROR,
+                        f"accepts {dtype} (its dtype check) but no kernels/*.metal registers `{shown}`",
+                        symbols=(shown,),
+                    )
+
+
+@rule(
+    "MPS018",
+    "unrequested-kernel",
+    WARNING,
+    "a .metal file registers a kernel name its host code never asks for",
+    """
+A `[[host_name("...")]]` that no host code asks for is a kernel nobody runs: usually the other
+half of a typo between the host's pipeline name and the registration (MPS017 reports the
+host's side), or a kernel left behind when its host code changed.
+
+Checked only for a kernels/X.metal whose operations/X.mm asks for pipelines by names mpsgen
+reads; a name counts as asked for when any host file's request could produce it, or any
+string literal of a host file begins it (names built at run time from a prefix).
+
+Fix: correct the name on the side that is wrong, or remove the unused kernel.
+""",
+)
+def unrequested_kernel(f: Facts) -> Iterator[Finding]:
+    from mpsgen.tree.pipelines import may_match, string_literals
+
+    requests, names = _pipeline_sides(f)
+    all_requests = [r for found in requests.values() for r in found or ()]
+    literals: set[str] | None = None
+    for m in f.index.metal_files:
+        host = f.index.paired(m.path)
+        if host is None or not requests.get(host):
+            continue
+        for n in names:
+            if n.path != m.path or any(may_match(r.parts, n.parts) for r in all_requests):
+                continue
+            if literals is None:
+                literals = {s for h in f.index.host_files for s in string_literals(h.text)}
+            head = n.parts[0] or ""
+            if any(head.startswith(s) for s in literals):
+                continue
+            yield Finding(
+                m.path, n.line, 0, "MPS018", WARNING,
+                f"registers `{n.shown}`, which no host code asks for (operations/*.mm's getPipelineStateForFunc names)",
+                symbols=(n.shown,),
+            )

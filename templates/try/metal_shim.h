@@ -6,6 +6,7 @@
 // float2/half2 stand for complex64/complex32 (x: real, y: imaginary). Anything a functor uses
 // that is not here fails to compile, and `mpsgen try` reports it as not modelled.
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -228,6 +229,9 @@ inline T select(T a, T b, bool c) { return c ? b : a; }
 
 namespace c10 {
 namespace metal {
+// c10/metal/common.h: ::metal::array in a shader, std::array on the host
+template <typename T, unsigned N>
+using array = std::array<T, N>;
 template <typename T> struct opmath { using type = T; };
 template <> struct opmath<half> { using type = float; };
 template <> struct opmath<bfloat> { using type = float; };

@@ -1,0 +1,361 @@
+"""A custom kernel's body on the CPU, compiled against mpsgen's model of Metal
+(``templates/try/metal_shim.h``): the compile gate of ``new-kernel`` and ``mpsgen try`` for
+kernel specs.
+
+The program holds the params struct and the per-element function as ``new-kernel`` writes them
+into ``kernels/X.h`` and ``kernels/X.metal`` (Metal's address-space words ``device``,
+``constant`` and ``thread`` mean nothing on the CPU) and calls the function once per output
+element, as ``[[thread_position_in_grid]]`` does, with the params the host function fills:
+each tensor's sizes and strides, its storage from its offset on (what ``mtl_setArgs`` binds).
+A body that uses threadgroup memory, barriers or SIMD-group functions depends on threads
+running together, which one call per element does not model: ``try`` refuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.kernelspec import KernelSpec
+from mpsgen.trial import TIME_LIMIT, cache_dir, compiler, import_torch, install_compiler_command, missing_requirements
+from mpsgen.resources import resource_dir
+
+_STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
+_TORCH = {"float": "float32", "half": "float16", "bfloat": "bfloat16"}
+_TOLERANCE = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
+_TOGETHER = re.compile(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|atomic_\w+)\b")
+_ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
+
+
+def _element_function(spec: KernelSpec, inputs: tuple[str, ...]) -> str:
+    from mpsgen.newkernel import kernel_text
+
+    text = kernel_text(spec, _Sig(inputs))
+    return text[: text.index("\ntemplate <typename T>\nkernel void")]
+
+
+@dataclass(frozen=True)
+class _Sig:  # what kernel_text reads of a KernelSignature
+    inputs: tuple[str, ...]
+
+
+def driver_source(spec: KernelSpec, sig) -> tuple[str, int, int]:
+    """The C++ program, and the lines of the spec's body in it."""
+    from mpsgen.newkernel import body_text, struct_text
+
+    head = (
+        '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n'
+        "#define device\n#define constant\n#define thread\nusing namespace metal;\nusing namespace c10::metal;\n\n"
+        + struct_text(spec, sig, "", "") + "\n\n"
+    )
+    function = _element_function(spec, sig.inputs)
+    before_body = function[: function.index(body_text(spec))] if body_text(spec) else function
+    first = head.count("\n") + before_body.count("\n") + 1
+    last = first + body_text(spec).count("\n")
+    args = "".join(f"in{k}.data() + off[{k}], " for k in range(len(sig.inputs)))
+    fill = ""
+    for t in sig.struct_tensors:
+        fill += (
+            f"  p.{t}_ndim = (int32_t)num(); for (int d = 0; d < p.{t}_ndim; ++d) p.{t}_sizes[d] = (int32_t)num();\n"
+            f"  for (int d = 0; d < p.{t}_ndim; ++d) p.{t}_strides[d] = (int32_t)num();\n"
+        )
+    for s in sig.scalars:
+        fill += f"  p.{s.name} = ({s.metal_type})num();\n"
+    n = len(sig.inputs)
+    main = f"""
+static char** args;
+static int at = 2;
+static double num() {{ return std::atof(args[at++]); }}
+static half load_bits(uint16_t b, half*) {{ return half::from_bits(b); }}
+static bfloat load_bits(uint16_t b, bfloat*) {{ return bfloat::from_bits(b); }}
+static float load_bits(float v, float*) {{ return v; }}
+static uint16_t store(half v) {{ return v.bits; }}
+static uint16_t store(bfloat v) {{ return v.bits; }}
+static float store(float v) {{ return v; }}
+
+template <typename T, typename S>
+static int run() {{
+  {spec.params_struct}<> p{{}};
+{fill}  long n = (long)num();
+  long off[{max(n, 1)}] = {{0}};
+  long count[{max(n, 1)}] = {{0}};
+  for (int k = 0; k < {n}; ++k) {{ count[k] = (long)num(); off[k] = (long)num(); }}
+{"".join(f"  std::vector<T> in{k}; {{ std::vector<S> raw(count[{k}]); if (std::fread(raw.data(), sizeof(S), count[{k}], stdin) != (size_t)count[{k}]) return 4; for (auto v : raw) in{k}.push_back(load_bits(v, (T*)nullptr)); }}" + chr(10) for k in range(n))}  std::vector<S> out(n);
+  for (long j = 0; j < n; ++j) out[j] = store(static_cast<T>({spec.element_function}<T>({args}p, (uint)j)));
+  std::fwrite(out.data(), sizeof(S), n, stdout);
+  return 0;
+}}
+
+int main(int argc, char** argv) {{
+  if (argc < 2) return 2;
+  args = argv;
+  int which = std::atoi(argv[1]);
+{"".join(f"  if (which == {i}) return run<{d}, {_STORAGE[d]}>();  // {d}{chr(10)}" for i, d in enumerate(spec.dtypes))}  return 3;
+}}
+"""
+    return head + function + "\n" + main, first, last
+
+
+def _shim() -> str:
+    return (resource_dir("templates") / "try" / "metal_shim.h").read_text(encoding="utf-8")
+
+
+def check_kernel_body(spec: KernelSpec, sig) -> list[str]:
+    """The compile gate: the body compiled (syntax only) for every registered dtype; each
+    problem located at the spec's line."""
+    from mpsgen.compile_gate import _compile
+
+    cxx = compiler()
+    if cxx is None:
+        return []
+    source, first, last = driver_source(spec, sig)
+    code, stderr, _cached = _compile(source, _shim(), cxx)
+    if code == 0:
+        return []
+    return [_located(spec, stderr, source, first, last)]
+
+
+def _located(spec: KernelSpec, stderr: str, source: str, first: int, last: int) -> str:
+    errors = list(_ERROR.finditer(stderr))
+    inside = [e for e in errors if first <= int(e.group(2)) <= last]
+    error = (inside or errors or [None])[0]
+    message = error.group(4).strip() if error else (stderr.strip().splitlines() or ["the compiler failed"])[-1]
+    where = spec.body.origin
+    if error is not None and first <= int(error.group(2)) <= last and spec.body.line:
+        where = f"{spec.body.origin}:{spec.body.line + int(error.group(2)) - first}"
+    return f"{where}: the kernel body does not compile against mpsgen's Metal model: {message}."
+
+
+# ---------------------------------------------------------------------------------------------
+# mpsgen try
+
+
+@dataclass
+class KernelCase:
+    dtype: str
+    what: str  # "self (5, 3) transposed, p=2.0"
+    outcome: str  # "ok", "mismatch", "refused by both", "host accepts what the CPU refuses: ...", ...
+    detail: str = ""
+
+
+@dataclass
+class KernelTrial:
+    spec: KernelSpec
+    cases: list[KernelCase] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[KernelCase]:
+        return [c for c in self.cases if not c.outcome.startswith(("ok", "refused by both"))]
+
+
+def refuse_together(spec: KernelSpec) -> None:
+    from mpsgen.tree.source import mask_c_comments_and_strings
+
+    m = _TOGETHER.search(mask_c_comments_and_strings(spec.body.body or ""))
+    if m is not None:
+        raise Refused(
+            f"{spec.source}: the kernel body uses `{m.group(1)}`, which depends on threads running together "
+            "(threadgroup memory, barriers, SIMD-group or atomic functions); `mpsgen try` runs one call per output "
+            "element and cannot model it, so it will not give an answer that could be wrong.",
+            hint="Test it on a Mac with the --with-test shader test, or in the op's MPS tests after a build.",
+        )
+
+
+def _build(spec: KernelSpec, sig, cxx: str) -> Path:
+    source, first, last = driver_source(spec, sig)
+    shim = _shim()
+    key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
+    cache = cache_dir("try")
+    binary = cache / f"kernel-{spec.kernel}-{key}"
+    if binary.is_file():
+        return binary
+    work = cache / f"kernel-{spec.kernel}-{key}.src"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "metal_shim.h").write_text(shim, encoding="utf-8")
+    (work / "driver.cpp").write_text(source, encoding="utf-8")
+    tmp = cache / f".kernel-{spec.kernel}-{key}.tmp"
+    proc = subprocess.run(
+        [cxx, "-std=c++17", "-O1", "-w", "-o", str(tmp), "driver.cpp"], cwd=work, capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        raise BadInput(_located(spec, proc.stderr, source, first, last))
+    tmp.replace(binary)
+    return binary
+
+
+def _layouts(torch, shape: tuple[int, ...], dtype, values: str, gen):
+    """The input in its layouts: contiguous; transposed (a view of the transposed storage) when
+    it has two or more dims; every other element of dim 0 of a larger tensor; an offset view."""
+    def make(s):
+        if values == "random":
+            return torch.randn(s, generator=gen, dtype=torch.float32).to(dtype)
+        pool = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5], dtype=torch.float32)
+        idx = torch.randint(0, len(pool), s, generator=gen)
+        return pool[idx].to(dtype)
+
+    out = [("contiguous", make(shape))]
+    if len(shape) >= 2:
+        out.append(("transposed", make((*shape[:-2], shape[-1], shape[-2])).transpose(-1, -2)))
+    if shape and shape[0] > 0:
+        out.append(("strided", make((shape[0] * 2, *shape[1:]))[::2]))
+    out.append(("offset", make((math.prod(shape) + 3,))[3:].view(shape)))
+    return out
+
+
+def _storage(torch, t) -> tuple[bytes, int, int]:
+    """(storage bytes, element count, element offset) of ``t``."""
+    storage = t.untyped_storage()
+    size = t.element_size()
+    raw = bytes(storage)
+    return raw, len(raw) // size, t.storage_offset()
+
+
+def _host_accepts(torch, spec: KernelSpec, env: dict) -> bool | None:
+    """Whether the host function's spec checks pass, evaluated in Python (None: not evaluable)."""
+    for check in spec.checks:
+        expr = check.require.replace("&&", " and ").replace("||", " or ")
+        expr = re.sub(r"!(?!=)", " not ", expr)
+        try:
+            if not eval(expr, {"__builtins__": {}}, env):  # noqa: S307 (a spec's own condition)
+                return False
+        except Exception:  # noqa: BLE001
+            return None
+    return True
+
+
+def run_kernel_trial(spec: KernelSpec, sig, seed: int = 0) -> KernelTrial:
+    torch = import_torch()
+    cxx = compiler()
+    if torch is None or cxx is None:
+        raise missing_requirements(torch is not None, cxx)
+    refuse_together(spec)
+    op = getattr(torch.ops.aten, spec.name, None)
+    if op is None:
+        raise Refused(f"torch {torch.__version__} has no aten op {spec.name}; `mpsgen try` compares with torch's CPU op.")
+    binary = _build(spec, sig, cxx)
+    result = KernelTrial(spec)
+    gen = torch.Generator().manual_seed(seed)
+    shapes = list(spec.try_shapes) or [{t: (4, 3) for t in sig.inputs}]
+    params = list(spec.try_params) or [{}]
+    for which, dtype_name in enumerate(spec.dtypes):
+        dtype = getattr(torch, _TORCH[dtype_name])
+        for shape in shapes:
+            for values in ("random", "edges"):
+                for pvals in params:
+                    layouts = {t: _layouts(torch, shape.get(t, (4, 3)), dtype, values, gen) for t in sig.inputs}
+                    for layout in dict.fromkeys(name for t in sig.inputs for name, _ in layouts[t]):
+                        # each input in this layout where it has it, else contiguous
+                        inputs = {t: dict(layouts[t]).get(layout, layouts[t][0][1]) for t in sig.inputs}
+                        what = ", ".join(f"{t} {tuple(inputs[t].shape)}" for t in sig.inputs) + f" {layout} {values}"
+                        if pvals:
+                            what += ", " + ", ".join(f"{k}={v}" for k, v in pvals.items())
+                        result.cases.append(_one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result))
+    return result
+
+
+def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result) -> KernelCase:
+    args = []
+    for typ, name in _schema(sig):
+        args.append(inputs[name] if name in inputs else pvals.get(name, _default(sig, name)))
+    env = {**inputs, **{s.name: pvals.get(s.name, _default(sig, s.name)) for s in sig.scalars}}
+    accepts = _host_accepts(torch, spec, env)
+    try:
+        expected = op(*args)
+        reference = ""
+    except NotImplementedError:
+        expected = None
+    except RuntimeError as exc:
+        if "not implemented for" in str(exc):
+            expected = None
+        else:
+            if accepts is False:
+                return KernelCase(dtype_name, what, "refused by both")
+            why = "" if accepts is None else ": the host function's checks let it through"
+            return KernelCase(dtype_name, what, f"the CPU op refuses it{why}", str(exc).split("\n")[0])
+    if expected is None:  # torch's CPU op has no kernel for the dtype: computed in float32, rounded
+        upcast = [a.float() if hasattr(a, "dtype") else a for a in args]
+        try:
+            expected = op(*upcast).to(getattr(torch, _TORCH[dtype_name]))
+        except RuntimeError as exc:
+            return KernelCase(dtype_name, what, "ok (no reference)", str(exc).split("\n")[0])
+        note = f"{dtype_name}: torch's CPU op has no {dtype_name} kernel; the reference is its float32 result, rounded"
+        if note not in result.notes:
+            result.notes.append(note)
+    if accepts is False:
+        return KernelCase(dtype_name, what, "the host function refuses what the CPU op computes")
+    if expected.numel() == 0:
+        return KernelCase(dtype_name, what, "ok")
+    output = torch.empty(expected.shape, dtype=expected.dtype)
+    argv = [str(binary), str(which)]
+    for t in sig.struct_tensors:
+        tensor = output if t == "output" else inputs[t]
+        argv += [str(tensor.dim()), *map(str, tensor.shape), *map(str, tensor.stride())]
+    for s in sig.scalars:
+        v = pvals.get(s.name, _default(sig, s.name))
+        argv.append(repr(float(v)) if not isinstance(v, bool) else str(int(v)))
+    argv.append(str(output.numel()))
+    data = b""
+    for t in sig.inputs:
+        raw, count, offset = _storage(torch, inputs[t])
+        argv += [str(count), str(offset)]
+        data += raw
+    try:
+        proc = subprocess.run(argv, input=data, capture_output=True, timeout=TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        return KernelCase(dtype_name, what, "mismatch", f"the kernel did not finish within {TIME_LIMIT:.0f} s")
+    if proc.returncode != 0:
+        return KernelCase(dtype_name, what, "mismatch", f"the kernel program failed (exit {proc.returncode})")
+    actual = torch.frombuffer(bytearray(proc.stdout), dtype=torch.uint8).view(expected.dtype).reshape(expected.shape)
+    rtol, atol = _TOLERANCE[str(expected.dtype).replace("torch.", "")]
+    close = torch.isclose(actual.float(), expected.float(), rtol=rtol * 4, atol=atol * 4, equal_nan=True)
+    if bool(close.all()):
+        return KernelCase(dtype_name, what, "ok")
+    bad = (~close).nonzero()[0].tolist()
+    at = tuple(bad)
+    return KernelCase(
+        dtype_name, what, "mismatch",
+        f"{int((~close).sum())} of {close.numel()} differ; at {at}: kernel {actual[at].item()!r}, CPU {expected[at].item()!r}",
+    )
+
+
+def _schema(sig):
+    from mpsgen.newkernel import schema_arguments
+
+    return schema_arguments(sig.row.func)
+
+
+def _default(sig, name: str):
+    for raw in sig.row.func[sig.row.func.index("(") + 1 :].split(","):
+        if "=" in raw and raw.split("=")[0].strip().endswith(" " + name):
+            text = raw.split("=", 1)[1].strip().rstrip(")").split(")")[0].strip()
+            if text in ("True", "False"):
+                return text == "True"
+            try:
+                return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+            except ValueError:
+                break
+    raise BadInput(f"the kernel spec gives no try_params value for {name!r}, which has no default in {sig.row.name}'s schema.")
+
+
+def kernel_table(result: KernelTrial) -> str:
+    lines = []
+    by_dtype: dict[str, list[KernelCase]] = {}
+    for c in result.cases:
+        by_dtype.setdefault(c.dtype, []).append(c)
+    for d, cases in by_dtype.items():
+        ok = sum(c.outcome.startswith("ok") for c in cases)
+        both = sum(c.outcome == "refused by both" for c in cases)
+        bad = [c for c in cases if c not in result.failures]
+        failing = [c for c in cases if c in result.failures]
+        lines.append(f"{d:7} {ok} ok, {both} refused by both the CPU op and the host checks, {len(failing)} failing ({len(bad)} of {len(cases)} cases fine)")
+        for c in failing[:5]:
+            lines.append(f"  FAIL {c.what}: {c.outcome}{': ' + c.detail if c.detail else ''}")
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)

@@ -1,0 +1,503 @@
+"""Plan ``new-kernel``: a custom (non-TensorIterator) Metal kernel for one op, from a kernel spec
+and a tree to a changeset, in the shape of upstream's custom kernels (GridSampler, pooling,
+embedding_bag): ``kernels/<Stem>.h`` holds the params struct the host and the shader share,
+``kernels/<Stem>.metal`` the kernel template and one ``host_name`` registration per dtype,
+``operations/<Stem>.mm`` the host function that checks, allocates, fills the struct and
+dispatches one thread per output element; the op's row gets ``MPS: <op>_mps``.
+
+What the tree decides is read from it: how its ``.mm`` files get the compiled shader library,
+whether its ``OperationUtils.h`` has the dispatch helpers the host code calls, the op's schema,
+the stem's files when they exist (the kernel joins them), the tests' lists, and which other
+ops the op's tests need on MPS (``tools/autograd/derivatives.yaml``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.changeset import Changeset
+from mpsgen.edits import add_include, realign_backslashes
+from mpsgen.errors import BadInput, Refused
+from mpsgen.kernelspec import KernelSpec
+from mpsgen.render import render
+from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
+from mpsgen.tree.schema import _split, output_count
+
+MPS_DIR = "aten/src/ATen/native/mps"
+OPERATION_UTILS = f"{MPS_DIR}/OperationUtils.h"
+DERIVATIVES = "tools/autograd/derivatives.yaml"
+# what the host code calls, and the header of the tree that must declare it
+HOST_HELPERS = ("mtl_setArgs", "mtl_dispatch1DJob", "dispatch_sync_with_rethrow", "scalarToMetalTypeString", "getBundledLibrary")
+# schema scalar type -> (Metal struct field type, host parameter type, host value of `name`)
+SCALAR_TYPES = {
+    "float": ("float", "double", "static_cast<float>({})"),
+    "int": ("long", "int64_t", "{}"),
+    "bool": ("bool", "bool", "{}"),
+}
+_LIBRARY = re.compile(
+    r"^#ifndef PYTORCH_JIT_COMPILE_SHADERS\n(static auto& lib = (?:mps::|at::native::mps::)?MetalShaderLibrary::getBundledLibrary\(\);)\n"
+    r"#else\n#include <ATen/native/mps/(\w+)_metallib\.h>\n#endif$",
+    re.M,
+)
+_BUNDLED = re.compile(r"^static auto& lib = (?:mps::|at::native::mps::)?MetalShaderLibrary::getBundledLibrary\(\);$", re.M)
+
+
+@dataclass(frozen=True)
+class KernelScalar:
+    """A non-tensor argument of the op, passed in the params struct."""
+
+    name: str
+    schema_type: str
+
+    @property
+    def metal_type(self) -> str:
+        return SCALAR_TYPES[self.schema_type][0]
+
+    @property
+    def host_type(self) -> str:
+        return SCALAR_TYPES[self.schema_type][1]
+
+    @property
+    def host_value(self) -> str:
+        return SCALAR_TYPES[self.schema_type][2].format(self.name)
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """What the op's schema gives the kernel: its tensors (in schema order), the ones the
+    kernel reads, and its scalars."""
+
+    row: NativeFunction
+    tensors: tuple[str, ...]
+    inputs: tuple[str, ...]
+    scalars: tuple[KernelScalar, ...]
+
+    def host_parameters(self) -> list[str]:
+        out = []
+        for typ, name in schema_arguments(self.row.func):
+            out.append(f"const Tensor& {name}" if typ == "Tensor" else f"{SCALAR_TYPES[typ][1]} {name}")
+        return out
+
+    @property
+    def struct_tensors(self) -> tuple[str, ...]:
+        """The tensors whose sizes and strides the params struct carries: the output, then the
+        inputs the kernel reads."""
+        return ("output", *self.inputs)
+
+
+def kernel_paths(stem: str) -> tuple[str, str, str]:
+    """(header, .metal, .mm) of a stem: kernels/X.h, kernels/X.metal, operations/X.mm."""
+    return f"{MPS_DIR}/kernels/{stem}.h", f"{MPS_DIR}/kernels/{stem}.metal", f"{MPS_DIR}/operations/{stem}.mm"
+
+
+def schema_arguments(func: str) -> list[tuple[str, str]]:
+    """(type, name) of each argument of a functional schema, defaults dropped."""
+    inner, _ = _split(func)
+    out = []
+    for raw in (a.strip() for a in inner.split(",")):
+        if not raw or raw == "*":
+            continue
+        typ, _, name = raw.split("=", 1)[0].strip().rpartition(" ")
+        out.append((typ, name))
+    return out
+
+
+def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str) -> KernelSignature:
+    """The tensors and scalars of ``row``'s schema, refused where the kernel cannot take them."""
+    tensors, scalars = [], []
+    for typ, name in schema_arguments(row.func):
+        if typ == "Tensor":
+            tensors.append(name)
+        elif typ in SCALAR_TYPES:
+            scalars.append(KernelScalar(name, typ))
+        else:
+            raise Refused(
+                f"{where}: {row.name}'s argument `{typ} {name}` is not one new-kernel passes (it passes Tensor, float, "
+                "int and bool arguments); the host function would not match the schema.",
+                hint="Write this op's host code by hand, or ask for the argument type in an issue.",
+            )
+    if not tensors:
+        raise Refused(f"{where}: {row.name} takes no Tensor; a kernel has nothing to read.")
+    inputs = spec.inputs if spec.inputs is not None else tuple(tensors)
+    for name in inputs:
+        if name not in tensors:
+            raise BadInput(
+                f"{spec.source or 'the spec'}: input {name!r} is not a Tensor argument of {row.name} "
+                f"({', '.join(tensors)}).",
+                hint="List the schema's Tensor arguments the kernel reads under 'inputs'.",
+            )
+    if spec.output_like is not None and spec.output_like not in tensors:
+        raise BadInput(f"{spec.source or 'the spec'}: output.like {spec.output_like!r} is not a Tensor argument of {row.name}.")
+    for key in {k for shape in spec.try_shapes for k in shape} - set(inputs):
+        raise BadInput(f"{spec.source or 'the spec'}: try_shapes names {key!r}, which is not an input of the kernel ({', '.join(inputs)}).")
+    for key in {k for values in spec.try_params for k in values} - {s.name for s in scalars}:
+        raise BadInput(f"{spec.source or 'the spec'}: try_params names {key!r}, which is not a scalar argument of {row.name}.")
+    return KernelSignature(row, tuple(tensors), tuple(inputs), tuple(scalars))
+
+
+def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
+    """The one row new-kernel dispatches: the op's functional row, with a kernel of its own."""
+    own = [r for r in rows if r.base == spec.name]
+    where = NATIVE_FUNCTIONS
+    if not own:
+        raise BadInput(
+            f"{NATIVE_FUNCTIONS} has no op {spec.name!r}.",
+            hint="Give the aten name as the yaml spells it (`- func: <name>(...)`), e.g. _pdist_forward.",
+        )
+    if any(r.mps_entries for r in own):
+        r = next(r for r in own if r.mps_entries)
+        raise Refused(
+            f"{where}:{r.mps_entries[0].line}: {r.name} already dispatches MPS ({r.mps_entries[0].kernel}); "
+            "new-kernel adds a kernel to ops that have none.",
+            hint="Run `mpsgen explain " + spec.name + "` to see where its MPS kernel lives.",
+        )
+    dispatched = [r for r in own if r.dispatch and not r.structured_delegate]
+    if any(r.structured for r in own) or len(dispatched) != 1 or dispatched[0].overload:
+        names = ", ".join(r.name for r in own)
+        raise Refused(
+            f"{where}:{own[0].start_line}: {spec.name} has the rows {names}; new-kernel writes one functional host "
+            "function (`Tensor <op>_mps(...)`) for an op with one non-structured row and no out= variant, and this op "
+            "is not one.",
+            hint="Structured ops and out= variants are not generated yet: write their TORCH_IMPL_FUNC by hand.",
+        )
+    row = dispatched[0]
+    if "CompositeImplicitAutograd" in {k for d in row.dispatch for k in d.keys}:
+        raise Refused(f"{where}:{row.start_line}: {row.name} is CompositeImplicitAutograd: it runs on MPS through the ops it calls.")
+    if output_count(row.func) != 1 or "Tensor[]" in row.func.split("->")[-1]:
+        raise Refused(f"{where}:{row.start_line}: {row.name} does not return one Tensor; new-kernel writes one output per thread.")
+    return row
+
+
+def library_block(tree: PytorchTree, stem: str) -> str:
+    """How the tree's ``.mm`` files get the compiled shader library, for ``stem``."""
+    fallback = None
+    for rel in tree.list_files(f"{MPS_DIR}/operations", (".mm",)):
+        text = tree.read(rel).text
+        m = _LIBRARY.search(text)
+        if m is not None:
+            return f"#ifndef PYTORCH_JIT_COMPILE_SHADERS\n{m.group(1)}\n#else\n#include <ATen/native/mps/{stem}_metallib.h>\n#endif"
+        if fallback is None and (b := _BUNDLED.search(text)) is not None:
+            fallback = b.group(0)
+    if fallback is not None:
+        return fallback
+    raise Refused(
+        f"no file of {MPS_DIR}/operations gets its shader library from MetalShaderLibrary::getBundledLibrary(); "
+        "this tree builds its .metal files in another way than new-kernel knows (a tree older than torch 2.6?).",
+        hint="Write the host code by hand, or update the checkout.",
+    )
+
+
+def helper_problems(tree: PytorchTree) -> list[str]:
+    """Helpers the host code calls that the tree's headers do not declare."""
+    texts = "".join(
+        tree.read(rel).text for rel in (OPERATION_UTILS, f"{MPS_DIR}/MetalShaderLibrary.h") if tree.exists(rel)
+    )
+    return [h for h in HOST_HELPERS if not re.search(rf"\b{h}\b", texts)]
+
+
+def cmake_note(tree: PytorchTree) -> str:
+    """Whether the build picks the new ``.metal`` file up by itself."""
+    for rel in ("cmake/Metal.cmake", "aten/src/ATen/CMakeLists.txt", "caffe2/CMakeLists.txt"):
+        src = tree.read_optional(rel)
+        if src is not None and re.search(r"native/mps/kernels/\*\.metal", src.text):
+            return f"{rel} builds native/mps/kernels/*.metal by glob: the build needs no change"
+    return (
+        "no CMake file of this checkout was found globbing native/mps/kernels/*.metal (cmake/Metal.cmake, "
+        "aten/src/ATen/CMakeLists.txt): if the build lists .metal files by name, add the new one there"
+    )
+
+
+def struct_text(spec: KernelSpec, sig: KernelSignature, header_rel: str, metal_rel: str) -> str:
+    return render("kernel/params.h.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, kernel_rel=metal_rel).rstrip("\n")
+
+
+def body_text(spec: KernelSpec) -> str:
+    lines = (spec.body.body or "").strip("\n").split("\n")
+    indent = min((len(ln) - len(ln.lstrip(" ")) for ln in lines if ln.strip()), default=0)
+    return "\n".join(("  " + ln[indent:]).rstrip() for ln in lines)
+
+
+def kernel_text(spec: KernelSpec, sig: KernelSignature) -> str:
+    text = render("kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, body=body_text(spec), macro=register_macro(spec))
+    lines = text.rstrip("\n").split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#define "))
+    end = next(i for i in range(start, len(lines)) if not lines[i].endswith("\\"))
+    lines[start : end + 1] = realign_backslashes(lines[start : end + 1])
+    return "\n".join(lines)
+
+
+def register_macro(spec: KernelSpec) -> str:
+    return f"REGISTER_{spec.kernel.upper()}_OP"
+
+
+def _dtype_condition(spec: KernelSpec, first: str) -> str:
+    names = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16"}
+    return " || ".join(f"{first}.scalar_type() == {names[d]}" for d in spec.dtypes)
+
+
+def host_checks(spec: KernelSpec, sig: KernelSignature) -> list[list[str]]:
+    """The TORCH_CHECK arguments of the host function: the spec's (as the CPU op makes them),
+    the dtypes the kernel is registered for, the inputs' common dtype, and the dimensions the
+    params struct has room for."""
+    host = spec.host_function
+    first = sig.inputs[0]
+    out = [[c.require, *c.message_parts()] for c in spec.checks]
+    dtypes = ", ".join(spec.dtypes)
+    out.append([_dtype_condition(spec, first), f'"{host}: unsupported dtype "', f"{first}.scalar_type()", f'" (the kernel has {dtypes})"'])
+    for t in sig.inputs[1:]:
+        out.append([
+            f"{t}.scalar_type() == {first}.scalar_type()", f'"{host}: expected {t} to have dtype "', f"{first}.scalar_type()",
+            '", got "', f"{t}.scalar_type()",
+        ])
+    for t in sig.inputs:
+        out.append([f"{t}.dim() <= {spec.max_dims}", f'"{host}: {t} has "', f"{t}.dim()", f'" dimensions; the kernel takes up to {spec.max_dims}"'])
+    return out
+
+
+def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
+    first = sig.inputs[0]
+    if spec.output_like is not None:
+        allocate = f"at::empty_like({spec.output_like}, MemoryFormat::Contiguous)"
+    else:
+        allocate = f"at::empty({spec.output_sizes}, {first}.options())"
+    from mpsgen.edits.mm import call_arguments
+
+    fits = call_arguments(
+        "TORCH_CHECK(",
+        [" && ".join(f"canUse32BitIndexMath({t})" for t in sig.struct_tensors),
+         f'"{spec.host_function}: tensors with 2^31 elements or more are not supported yet"'],
+        ");", 2,
+    )
+    signature = f"Tensor {spec.host_function}({', '.join(sig.host_parameters())})"
+    if len(signature) > 120:
+        signature = f"Tensor {spec.host_function}(" + ",\n".join(
+            (" " * (len(spec.host_function) + 8) if i else "") + p for i, p in enumerate(sig.host_parameters())
+        ) + ")"
+    checks = [call_arguments("TORCH_CHECK(", args, ");", 2) for args in host_checks(spec, sig)]
+    impl = ["const Tensor& output"] + [p for p in sig.host_parameters() if p.split(" ")[-1] in set(sig.inputs) | {s.name for s in sig.scalars}]
+    names = [p.split(" ")[-1] for p in impl]
+    return render(
+        "kernel/host.mm.j2", spec=spec, signature=signature, checks=checks, allocate=allocate, fits=fits,
+        tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs, metal_rel=kernel_paths(spec.file)[1],
+        impl_parameters=", ".join(impl), impl_arguments=", ".join(names),
+    ).rstrip("\n")
+
+
+def new_mm_text(spec: KernelSpec, header_rel: str, library: str, function: str) -> str:
+    return render(
+        "kernel/new_mm.mm.j2", header=header_rel[len("aten/src/"):], library=library, function=function,
+        per_operator=sorted([f"{spec.name}_native", "empty_like" if spec.output_like is not None else "empty"]),
+    )
+
+
+def _include_common(text: str) -> str:
+    """``#include <c10/metal/common.h>`` (``::c10::metal::array``) in a header that lacks it:
+    among its includes, else after its ``#pragma once``."""
+    if "#include <c10/metal/common.h>" in text:
+        return text
+    if re.search(r"^#include ", text, re.M):
+        return add_include(text, "c10/metal/common.h")
+    pragma = re.search(r"^#pragma once\n", text, re.M)
+    at = pragma.end() if pragma else 0
+    return text[:at] + "#include <c10/metal/common.h>\n" + text[at:]
+
+
+def _append_metal(text: str, header_rel: str, kernel: str) -> str:
+    new = add_include(text, header_rel[len("aten/src/"):])
+    return new.rstrip("\n") + "\n\n" + kernel + "\n"
+
+
+_NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
+
+
+def _append_mm(text: str, rel: str, spec: KernelSpec, header_rel: str, library: str, function: str) -> str:
+    ends = list(_NAMESPACE_END.finditer(text))
+    if not ends:
+        raise Refused(
+            f"{rel} has no `}} // namespace at::native` line; new-kernel puts the host function before it.",
+            hint="Add the host function by hand (its text: `mpsgen new-kernel ... --dry-run` on a copy without the file).",
+        )
+    new = text
+    for include in (header_rel[len("aten/src/"):], "ATen/native/Pool.h", "fmt/format.h"):
+        new = add_include(new, include)
+    new = _add_per_operator_header(new, spec)
+    if not re.search(r"\blib\.getPipelineStateForFunc\b|^static auto& lib\b|MetalShaderLibrary lib\b", new, re.M):
+        opening = re.search(r"^namespace at::native \{\n", new, re.M)
+        if opening is None:
+            raise Refused(f"{rel} has no `namespace at::native {{` line for the shader library's declaration.")
+        new = new[: opening.end()] + "\n" + library + "\n" + new[opening.end():]
+    end = list(_NAMESPACE_END.finditer(new))[-1]
+    before = new[: end.start()].rstrip("\n")
+    return before + "\n\n" + function + "\n\n" + new[end.start():]
+
+
+def _add_per_operator_header(text: str, spec: KernelSpec) -> str:
+    """``#include <ATen/ops/<op>_native.h>`` in the file's per-operator block, when it has one."""
+    header = f"#include <ATen/ops/{spec.name}_native.h>"
+    if header in text:
+        return text
+    block = re.search(r"^#else\n((?:#include <ATen/ops/\w+\.h>\n)+)#endif", text, re.M)
+    if block is None:
+        return text
+    lines = block.group(1).rstrip("\n").split("\n") + [header]
+    return text[: block.start(1)] + "\n".join(sorted(set(lines))) + "\n" + text[block.end(1):]
+
+
+def _add_dispatch_line(text: str, row: NativeFunction, kernel: str) -> str:
+    """``    MPS: <kernel>`` after the last line of ``row``'s dispatch block."""
+    lines = text.split("\n")
+    last = max(d.line for d in row.dispatch)  # 1-based
+    indent = re.match(r"\s*", lines[last - 1]).group(0)
+    lines.insert(last, f"{indent}MPS: {kernel}")
+    return "\n".join(lines)
+
+
+def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) -> Changeset:
+    from mpsgen.kernel_trial import check_kernel_body
+
+    yaml_src, table = read_native_functions(tree)
+    row = choose_row(spec, table.of_op(spec.name))
+    sig = kernel_signature(spec, row, f"{NATIVE_FUNCTIONS}:{row.start_line}")
+    missing = helper_problems(tree)
+    if missing:
+        raise Refused(
+            f"this tree's {OPERATION_UTILS} and MetalShaderLibrary.h declare no {', '.join(missing)}, which the host code "
+            "new-kernel writes calls (upstream's custom kernels use them since torch 2.6).",
+            hint="Update the checkout, or write the host code by hand.",
+        )
+    header_rel, metal_rel, mm_rel = kernel_paths(spec.file)
+    changeset = Changeset(tree)
+    problems = check_kernel_body(spec, sig)
+    if problems:
+        changeset.blockers.extend(problems)
+    struct = struct_text(spec, sig, header_rel, metal_rel)
+    kernel = kernel_text(spec, sig)
+    library = library_block(tree, spec.file)
+    function = host_text(spec, sig)
+
+    header = tree.read_optional(header_rel)
+    if header is None:
+        changeset.create(header_rel, render("kernel/new_header.h.j2", structs=struct).rstrip("\n") + "\n")
+    else:
+        from mpsgen.edits.params_header import add_struct
+
+        changeset.add(header, _include_common(add_struct(header.text, struct, spec.params_struct, header_rel)))
+    metal = tree.read_optional(metal_rel)
+    if metal is None:
+        changeset.create(metal_rel, render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n")
+    else:
+        taken = re.search(rf"\bkernel\s+void\s+{re.escape(spec.kernel)}\b|host_name\(\"{re.escape(spec.kernel)}_", metal.text)
+        if taken:
+            line = metal.text.count("\n", 0, taken.start()) + 1
+            raise Refused(f"{metal_rel}:{line} already has a kernel {spec.kernel}; give the spec another 'kernel' name.")
+        changeset.add(metal, _append_metal(metal.text, header_rel, kernel))
+    mm = tree.read_optional(mm_rel)
+    if mm is None:
+        changeset.create(mm_rel, new_mm_text(spec, header_rel, library, function).rstrip("\n") + "\n")
+    else:
+        if re.search(rf"\b{re.escape(spec.host_function)}\s*\(", mm.text):
+            raise Refused(f"{mm_rel} already defines {spec.host_function}; new-kernel does not write it twice.")
+        changeset.add(mm, _append_mm(mm.text, mm_rel, spec, header_rel, library, function))
+    changeset.add(yaml_src, _add_dispatch_line(changeset.current_text(yaml_src), row, spec.host_function))
+    changeset.notes.append(
+        f"{header_rel}: {spec.params_struct}; {metal_rel}: kernel {spec.kernel} registered for {', '.join(spec.dtypes)} "
+        f"({', '.join(spec.host_names())}); {mm_rel}: {spec.host_function}; {NATIVE_FUNCTIONS}: {row.name} gets "
+        f"`MPS: {spec.host_function}`"
+    )
+    changeset.notes.append(cmake_note(tree))
+    _edit_tests(tree, changeset, spec, table)
+    from mpsgen.aoti import sync_c_shim
+
+    sync_c_shim(changeset)
+    return changeset
+
+
+def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table) -> None:
+    """The test lists: the OpInfos of the op (or, for a backward op, of the ops whose derivative
+    calls it) lose their missing-kernel xfails once every op their tests run is on MPS."""
+    from mpsgen.newop import edit_test_lists, formatted_name, next_steps, opinfo_keys
+    from mpsgen.tree.native_yaml import scan_native_functions
+
+    derivatives = tree.read_optional(DERIVATIVES)
+    new_table = scan_native_functions(changeset.current_text(tree.read(NATIVE_FUNCTIONS)))
+    forward = [spec.name]
+    if derivatives is not None:
+        forward = [spec.name] + callers_of(derivatives.text, spec.name)
+    tested_ops = forward
+    targets = None
+    for op in forward:
+        t = opinfo_keys(tree, op, table, extra=set(spec.opinfo))
+        if t.found:
+            targets, tested_ops = t, [op]
+            break
+    if targets is None:
+        changeset.warnings.append(
+            f"no OpInfo names {spec.name} (nor {', '.join(spec.opinfo) or 'an OpInfo given in the spec'}): nothing in the "
+            "tests runs the kernel; name its OpInfo under 'opinfo' in the spec, or add one."
+        )
+        changeset.next_steps = next_steps([], [formatted_name(spec.name, "")])
+        return
+    needed = set(tested_ops)
+    if derivatives is None:
+        changeset.kept.append(
+            f"{DERIVATIVES} is not in this tree, so mpsgen cannot tell which backward ops the tests of "
+            f"{', '.join(sorted(targets.found))} also run: their MPS xfails stay; remove them by hand once the tests pass"
+        )
+        changeset.next_steps = next_steps([], sorted(targets.test_names[k] for k in targets.found))
+        return
+    for op in tested_ops:
+        needed.update(backward_ops(derivatives.text, op))
+    off_mps = sorted(op for op in needed if op != spec.name and _lacks_mps(new_table, op))
+    if off_mps:
+        changeset.kept.append(
+            f"the MPS xfails of {', '.join(sorted(targets.found))} stay: their tests also run "
+            f"{', '.join('aten::' + o for o in off_mps)} ({DERIVATIVES}), which has no MPS kernel yet; they go with "
+            f"the change that adds the last of them (`mpsgen new-kernel {off_mps[0]} --spec ...`)"
+        )
+        changeset.next_steps = next_steps([], sorted(targets.test_names[k] for k in targets.found))
+        return
+    unxfailed = edit_test_lists(
+        tree, changeset, targets, tested_ops[0], {f"torch.{n}" for n in _torch_names(spec.dtypes)}, set()
+    )
+    changeset.next_steps = next_steps(unxfailed, sorted(targets.test_names[k] for k in targets.found))
+
+
+def _torch_names(dtypes: tuple[str, ...]) -> list[str]:
+    return [{"float": "float32", "half": "float16", "bfloat": "bfloat16"}[d] for d in dtypes]
+
+
+def _lacks_mps(table, op: str) -> bool:
+    rows = [r for r in table.of_op(op) if r.base == op]
+    if not rows:
+        return False  # not a native function: not a kernel the tests need
+    dispatched = [r for r in rows if r.dispatch]
+    if not dispatched or any(k.startswith("Composite") for r in dispatched for d in r.dispatch for k in d.keys):
+        return False
+    return not any(r.mps_entries for r in dispatched)
+
+
+_DERIVATIVE_ENTRY = re.compile(r"^- name: (\w+)(?:\.\w+)?\(", re.M)
+
+
+def _derivative_entries(text: str) -> dict[str, str]:
+    """op -> the text of its derivatives.yaml entries (the formulas)."""
+    out: dict[str, str] = {}
+    starts = list(_DERIVATIVE_ENTRY.finditer(text))
+    for i, m in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        out[m.group(1)] = out.get(m.group(1), "") + text[m.end(): end]
+    return out
+
+
+def backward_ops(text: str, op: str) -> list[str]:
+    """The ops the derivative formulas of ``op`` call (``_pdist_backward`` for _pdist_forward)."""
+    entry = _derivative_entries(text).get(op, "")
+    formulas = "\n".join(ln.split(":", 1)[1] for ln in entry.split("\n")[1:] if ":" in ln)
+    return sorted(set(re.findall(r"\b(\w+_backward\w*)\s*\(", formulas)))
+
+
+def callers_of(text: str, op: str) -> list[str]:
+    """The ops whose derivative formulas call ``op`` (a backward op's forward ops)."""
+    return sorted(name for name, entry in _derivative_entries(text).items() if name != op and re.search(rf"\b{re.escape(op)}\s*\(", entry))

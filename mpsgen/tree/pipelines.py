@@ -1,0 +1,276 @@
+"""Custom kernels' names on both sides: the pipeline names host code asks the shader library for
+(``lib.getPipelineStateForFunc(...)``) and the ``[[host_name("...")]]`` names ``.metal`` files
+register. A name is a pattern: its literal parts, and a hole (``\\w+``) for each part computed
+at run time (a ``{}`` of ``fmt::format``, a concatenated call, a ``#PARAM`` of a macro).
+
+Read as upstream writes them (facts from GridSampler, Pooling, EmbeddingBag, Im2Col, Col2Im,
+Distance, Repeat): ``fmt::format("x_{}", scalarToMetalTypeString(t))``, ``"x_" +
+scalarToMetalTypeString(t)``, a name built into a variable before the call, a literal; in the
+``.metal``, ``template [[host_name("x_" #DTYPE)]] kernel void x<DTYPE>(...)`` inside a macro
+instantiated per dtype (macros nested, ``template`` and the attribute on separate lines), or a
+plain literal. What cannot be read is not guessed: such a request is left out (``None``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+from mpsgen.tree.source import mask_c_comments_and_strings, match_close
+
+HOLE = r"\w+"
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_REQUEST = re.compile(r"\bgetPipelineStateForFunc\s*\(")
+_HOST_NAME = re.compile(r"\[\[\s*host_name\s*\(")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_INLINE_SOURCE = re.compile(r"\bMetalShaderLibrary\s+\w+\s*\(\s*R\"")
+_DTYPE_KEYS = {
+    "kFloat": "float", "kHalf": "half", "kBFloat16": "bfloat", "kInt": "int", "kLong": "long", "kShort": "short",
+    "kChar": "char", "kByte": "uchar", "kBool": "bool", "kComplexFloat": "float2", "kComplexHalf": "half2",
+}
+
+
+class PipelineRequest(NamedTuple):
+    """A name the host asks for: ``parts`` are literal strings and ``None`` holes;
+    ``dtype_hole`` is the index of the hole ``scalarToMetalTypeString`` fills (or -1);
+    ``dtypes`` the Metal types the host's dtype check accepts (empty when it has none mpsgen reads)."""
+
+    path: str
+    line: int
+    parts: tuple[str | None, ...]
+    dtype_hole: int = -1
+    dtypes: tuple[str, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        return "".join(p if p is not None else "{}" for p in self.parts)
+
+    def regex(self) -> re.Pattern:
+        return _regex(self.parts)
+
+    def with_dtype(self, dtype: str) -> tuple[str | None, ...]:
+        holes = [i for i, p in enumerate(self.parts) if p is None]
+        at = holes[self.dtype_hole]
+        return self.parts[:at] + (dtype,) + self.parts[at + 1 :]
+
+
+class HostName(NamedTuple):
+    """A name a .metal file registers (holes where a macro parameter is pasted in)."""
+
+    path: str
+    line: int
+    parts: tuple[str | None, ...]
+
+    @property
+    def shown(self) -> str:
+        return "".join(p if p is not None else "*" for p in self.parts)
+
+
+def _regex(parts: tuple[str | None, ...]) -> re.Pattern:
+    return re.compile("".join(re.escape(p) if p is not None else HOLE for p in parts))
+
+
+def _sample(parts: tuple[str | None, ...]) -> str:
+    return "".join(p if p is not None else "x" for p in parts)
+
+
+def may_match(request: tuple[str | None, ...], name: tuple[str | None, ...]) -> bool:
+    """Whether some string could be both (permissive where both have holes: no false finding)."""
+    if None not in name:
+        return _regex(request).fullmatch(_sample(name)) is not None
+    if None not in request:
+        return _regex(name).fullmatch(_sample(request)) is not None
+    return _regex(request).fullmatch(_sample(name)) is not None or _regex(name).fullmatch(_sample(request)) is not None
+
+
+def _merge(parts: list[str | None]) -> tuple[str | None, ...]:
+    out: list[str | None] = []
+    for p in parts:
+        if p is not None and out and out[-1] is not None:
+            out[-1] += p
+        elif not (p is None and out and out[-1] is None):
+            out.append(p)
+    return tuple(out)
+
+
+def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
+    """``"a_" + f(x) + "_b"`` -> (("a_", None, "_b"), index of the scalarToMetalTypeString hole)."""
+    parts: list[str | None] = []
+    dtype_hole = -1
+    holes = 0
+    for term in _split_top(expr, "+"):
+        term = term.strip()
+        m = _STRING.fullmatch(term)
+        if m is not None:
+            parts.append(m.group(1))
+            continue
+        if not term:
+            return None
+        if "scalarToMetalTypeString" in term and dtype_hole < 0:
+            dtype_hole = holes
+        parts.append(None)
+        holes += 1
+    return _merge(parts), dtype_hole
+
+
+def _split_top(expr: str, sep: str) -> list[str]:
+    out, depth, start, quoted = [], 0, 0, False
+    for i, c in enumerate(expr):
+        if c == '"' and (i == 0 or expr[i - 1] != "\\"):
+            quoted = not quoted
+        if quoted:
+            continue
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == sep and depth == 0:
+            out.append(expr[start:i])
+            start = i + 1
+    out.append(expr[start:])
+    return out
+
+
+def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
+    """``fmt::format("a_{}_{}", x, scalarToMetalTypeString(t))`` -> parts and the dtype hole."""
+    m = re.fullmatch(r"\s*(?:fmt::)?format\s*\((.*)\)\s*", expr, re.S)
+    if m is None:
+        return None
+    args = _split_top(m.group(1), ",")
+    fmt = _STRING.fullmatch(args[0].strip())
+    if fmt is None or re.search(r"\{[^}]", fmt.group(1)):
+        return None  # positional or formatted fields: not read
+    pieces = fmt.group(1).split("{}")
+    if len(pieces) - 1 != len(args) - 1:
+        return None
+    parts: list[str | None] = []
+    dtype_hole = -1
+    for k, piece in enumerate(pieces):
+        parts.append(piece)
+        if k < len(args) - 1:
+            arg = args[k + 1].strip()
+            lit = _STRING.fullmatch(arg)
+            if lit is not None:  # a literal argument (Repeat's "int32_t")
+                parts.append(lit.group(1))
+            else:
+                if "scalarToMetalTypeString" in arg and dtype_hole < 0:
+                    dtype_hole = sum(p is None for p in parts)
+                parts.append(None)
+    return _merge([p for p in parts if p != ""]), dtype_hole
+
+
+def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | None, ...], int] | None:
+    expr = expr.strip()
+    if re.fullmatch(r"\w+", expr):  # a variable: its last assignment before the call
+        found = None
+        for m in re.finditer(rf"\b{expr}\s*=\s*([^;]+);", text[:before]):
+            found = m
+        if found is None:
+            return None
+        expr = found.group(1)
+    return _format(expr) or _concatenation(expr)
+
+
+@lru_cache(maxsize=64)
+def pipeline_requests(path: str, text: str) -> tuple[PipelineRequest, ...] | None:
+    """The names ``text`` (an .mm file) asks for; None for a file with its shaders inline (old
+    style: the names are its own business)."""
+    if _INLINE_SOURCE.search(text):
+        return None
+    masked = mask_c_comments_and_strings(text)
+    out = []
+    for m in _REQUEST.finditer(masked):
+        close = match_close(masked, m.end() - 1)
+        if close < 0:
+            continue
+        args = _split_top(text[m.end() : close], ",")
+        if len(args) != 1:
+            continue  # (name, {params}) of a templated library: not a kernels/*.metal name
+        read = _name_expression(args[0], text, m.start())
+        if read is None or all(p is None for p in read[0]):
+            continue
+        parts, dtype_hole = read
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(PipelineRequest(path, line, parts, dtype_hole, _accepted_dtypes(text, m.start())))
+    return tuple(out)
+
+
+_DTYPE_CHECK = re.compile(r"TORCH_CHECK\(\s*((?:\w+\.scalar_type\(\)\s*==\s*k\w+\s*(?:\|\|\s*)?)+),\s*\"[^\"]*unsupported dtype")
+
+
+def _accepted_dtypes(text: str, at: int) -> tuple[str, ...]:
+    """The dtypes of the first mpsgen-shaped dtype check after ``at`` (new-kernel writes the
+    kernel function before the entry point that checks), when there is one."""
+    m = _DTYPE_CHECK.search(text, at)
+    if m is None or _REQUEST.search(text, at + 1, m.start()):
+        return ()
+    return tuple(_DTYPE_KEYS[k] for k in re.findall(r"==\s*(k\w+)", m.group(1)) if k in _DTYPE_KEYS)
+
+
+def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...] | None:
+    """``"x_" #DTYPE`` -> ("x_", hole) or with DTYPE bound ("x_float",)."""
+    parts: list[str | None] = []
+    for tok in re.finditer(r'"((?:[^"\\]|\\.)*)"|#\s*(\w+)|(\w+)|(\S)', expr):
+        if tok.group(1) is not None:
+            parts.append(tok.group(1))
+        elif tok.group(2) is not None:
+            parts.append(params.get(tok.group(2)))
+        elif tok.group(3) is not None:  # a macro parameter pasted as a string literal (INAME)
+            value = params.get(tok.group(3))
+            parts.append(value.strip('"') if value is not None and value.startswith('"') else None)
+        else:
+            return None
+    return _merge(parts) if parts else None
+
+
+@lru_cache(maxsize=64)
+def host_names(path: str, text: str) -> tuple[HostName, ...]:
+    """The names a .metal file registers: each ``host_name`` outside a macro as written; inside
+    a macro, once per instantiation the file makes with literal arguments, else with holes."""
+    masked = mask_c_comments_and_strings(text)
+    defines = [(m.start(), m.end(), m.group(1), [p.strip() for p in m.group(2).split(",")]) for m in _DEFINE.finditer(masked)]
+    out: list[HostName] = []
+    for m in _HOST_NAME.finditer(masked):
+        close = match_close(masked, m.end() - 1)
+        if close < 0:
+            continue
+        expr = text[m.end() : close].replace("\\\n", " ")
+        line = text.count("\n", 0, m.start()) + 1
+        inside = next((d for d in defines if d[0] <= m.start() < d[1]), None)
+        if inside is None:
+            parts = _host_name_parts(expr, {})
+            if parts is not None:
+                out.append(HostName(path, line, parts))
+            continue
+        _s, end, macro, params = inside
+        calls = [c for c in re.finditer(rf"^[ \t]*{macro}\s*\(([^()\n]*)\)\s*;?", masked[end:], re.M)]
+        bound = False
+        for c in calls:
+            args = [a.strip() for a in c.group(1).split(",")]
+            if len(args) != len(params) or any(a in _macro_params(defines, end + c.start()) for a in args):
+                continue
+            parts = _host_name_parts(expr, dict(zip(params, args)))
+            if parts is not None:
+                out.append(HostName(path, line, parts))
+                bound = True
+        if not bound:  # instantiated through other macros: a pattern with holes
+            parts = _host_name_parts(expr, {})
+            if parts is not None:
+                out.append(HostName(path, line, parts))
+    return tuple(out)
+
+
+def _macro_params(defines, at: int) -> set[str]:
+    for start, end, _name, params in defines:
+        if start <= at < end:
+            return set(params)
+    return set()
+
+
+def string_literals(text: str) -> set[str]:
+    """The word-like string literals of a host file (a kernel name or its prefix), but for the
+    names it gives the profiler."""
+    return {
+        m.group(1) for m in _STRING.finditer(text)
+        if len(m.group(1)) >= 3 and re.fullmatch(r"\w+", m.group(1))
+        and "beginProfileKernel" not in text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+    }
