@@ -515,14 +515,14 @@ def new_kernel(
         fail(exc)
 
 
-def kernel_spec_for(op: str, spec_file: Optional[Path], file: Optional[str], dtypes: Optional[str]):
+def kernel_spec_for(op: Optional[str], spec_file: Optional[Path], file: Optional[str], dtypes: Optional[str]):
     """The kernel spec of ``new-kernel OP``: the given file, else the one mpsgen ships; --file
     and --dtypes override it."""
     from dataclasses import replace
 
     from mpsgen.kernelspec import KERNEL_DTYPES, _STEM, load_kernel_spec
 
-    if why := check_name(op, "OP"):
+    if op is not None and (why := check_name(op, "OP")):
         raise BadInput(why)
     if spec_file is None:
         shipped = resource_dir("specs") / "kernels" / f"{op}.yaml"
@@ -534,14 +534,15 @@ def kernel_spec_for(op: str, spec_file: Optional[Path], file: Optional[str], dty
             )
         spec_file = shipped
     spec = load_kernel_spec(spec_file, display=str(spec_file))
-    if spec.name != op:
+    if op is not None and spec.name != op:
         raise BadInput(f"{spec_file}: the spec is for {spec.name}, not {op}; give the op the spec names, or another --spec.")
     if file is not None:
         if not _STEM.match(file):
             raise BadInput(f"--file {file!r}: give a file stem like Distance (CamelCase letters and digits, no path or suffix).")
         spec = replace(spec, file=file)
     if dtypes is not None:
-        wanted = [d.strip() for d in dtypes.split(",") if d.strip()]
+        torch_names = {"float32": "float", "float16": "half", "bfloat16": "bfloat"}
+        wanted = [torch_names.get(d.strip().replace("torch.", ""), d.strip()) for d in dtypes.split(",") if d.strip()]
         bad = [d for d in wanted if d not in KERNEL_DTYPES]
         if bad or not wanted:
             raise BadInput(f"--dtypes {dtypes!r}: a custom kernel registers {', '.join(KERNEL_DTYPES)}; give some of them, comma-separated.")
@@ -559,6 +560,14 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
     bad = 0
     said_no_compiler = False
     for f in files:
+        if _is_kernel_spec(f):
+            shown = _kernel_spec_problems(f)
+            for line in shown:
+                err.print(line)
+            bad += bool(shown)
+            if not shown:
+                err.print(f"{f}: ok")
+            continue
         spec, problems = parse_spec(shipped_spec_path(f), display=str(f))
         shown = [f"{loc}: {msg}" for loc, msg in problems]
         if spec is not None:  # the functor compiles against mpsgen's Metal model
@@ -988,6 +997,12 @@ def try_cmd(
 
     try:
         path = Path(target)
+        kernel_spec = resource_dir("specs") / "kernels" / f"{target}.yaml"
+        if not path.exists() and check_name(target, "OP") is None and kernel_spec.is_file():
+            path = kernel_spec
+        if _is_kernel_spec(path):
+            _try_kernel(path, dtypes)
+            return
         if not path.exists() and check_name(target, "OP") is None:
             path = resource_dir("specs") / f"{target}.yaml"
             if not path.is_file():
@@ -1003,6 +1018,48 @@ def try_cmd(
         fail(exc)
     write_out(table(result))
     raise typer.Exit(0 if result.ok else 1)
+
+
+def _is_kernel_spec(path: Path) -> bool:
+    from mpsgen.kernelspec import is_kernel_spec_text
+
+    try:
+        return path.is_file() and path.suffix in (".yaml", ".yml") and is_kernel_spec_text(read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8", "replace"))
+    except (OSError, MpsgenError):
+        return False
+
+
+def _kernel_spec_problems(path: Path) -> list[str]:
+    """A kernel spec's problems: its keys, and its body compiled against mpsgen's Metal model
+    with the op's schema as torch gives it (new-kernel compiles it with the tree's)."""
+    from mpsgen.errors import SpecErrors
+    from mpsgen.kernel_trial import check_kernel_body, torch_signature
+    from mpsgen.kernelspec import load_kernel_spec
+    from mpsgen.trial import import_torch
+
+    try:
+        spec = load_kernel_spec(path, display=str(path))
+    except SpecErrors as exc:
+        return [f"{loc}: {msg}" for loc, msg in exc.problems]
+    torch = import_torch()
+    if torch is None:
+        err.print(f"note: {path}: without torch the body is not compiled here (new-kernel compiles it with the tree's schema).")
+        return []
+    try:
+        return check_kernel_body(spec, torch_signature(torch, spec))
+    except MpsgenError as exc:
+        return [f"{path}: {exc}"]
+
+
+def _try_kernel(path: Path, dtypes: Optional[str]) -> None:
+    """``mpsgen try`` of a kernel spec: the body once per output element, against torch's CPU op."""
+    from mpsgen.kernel_trial import kernel_table, run_kernel_trial
+
+    spec = kernel_spec_for(None, path, None, dtypes)
+    with busy(f"compiling {spec.kernel} (cached after the first run) and comparing it with torch's CPU op..."):
+        result = run_kernel_trial(spec)
+    write_out(kernel_table(result))
+    raise typer.Exit(1 if result.failures else 0)
 
 
 def _version(value: bool) -> None:

@@ -230,15 +230,31 @@ def _host_accepts(torch, spec: KernelSpec, env: dict) -> bool | None:
     return True
 
 
-def run_kernel_trial(spec: KernelSpec, sig, seed: int = 0) -> KernelTrial:
+def torch_signature(torch, spec: KernelSpec):
+    """The kernel's signature from the schema of torch's own op (``try`` needs no checkout)."""
+    from mpsgen.newkernel import kernel_signature
+    from mpsgen.tree.native_yaml import NativeFunction
+
+    packet = getattr(torch.ops.aten, spec.name, None)
+    if packet is None:
+        raise Refused(f"torch {torch.__version__} has no aten op {spec.name}; `mpsgen try` compares with torch's CPU op.")
+    schema = str(packet.default._schema).removeprefix("aten::")
+    row = NativeFunction(spec.name, "", schema, 0, 0, (), False, None, ())
+    return kernel_signature(spec, row, f"torch {torch.__version__}'s schema of {spec.name}")
+
+
+def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
+    """Run the kernel body once per output element for each registered dtype, shape, layout
+    and parameter set, and compare with torch's CPU op (``sig``: from the tree; default from
+    torch's schema)."""
     torch = import_torch()
     cxx = compiler()
     if torch is None or cxx is None:
         raise missing_requirements(torch is not None, cxx)
     refuse_together(spec)
-    op = getattr(torch.ops.aten, spec.name, None)
-    if op is None:
-        raise Refused(f"torch {torch.__version__} has no aten op {spec.name}; `mpsgen try` compares with torch's CPU op.")
+    if sig is None:
+        sig = torch_signature(torch, spec)
+    op = getattr(torch.ops.aten, spec.name)
     binary = _build(spec, sig, cxx)
     result = KernelTrial(spec)
     gen = torch.Generator().manual_seed(seed)
@@ -249,10 +265,18 @@ def run_kernel_trial(spec: KernelSpec, sig, seed: int = 0) -> KernelTrial:
         for shape in shapes:
             for values in ("random", "edges"):
                 for pvals in params:
-                    layouts = {t: _layouts(torch, shape.get(t, (4, 3)), dtype, values, gen) for t in sig.inputs}
-                    for layout in dict.fromkeys(name for t in sig.inputs for name, _ in layouts[t]):
-                        # each input in this layout where it has it, else contiguous
-                        inputs = {t: dict(layouts[t]).get(layout, layouts[t][0][1]) for t in sig.inputs}
+                    made = [t for t in sig.inputs if t not in spec.try_inputs]
+                    layouts = {t: _layouts(torch, shape.get(t, (4, 3)), dtype, values, gen) for t in made}
+                    # every input contiguous, then each input in each other layout on its own
+                    plain = {t: layouts[t][0][1] for t in made}
+                    variants = [("contiguous", plain)] + [
+                        (f"{t} {name}", {**plain, t: tensor}) for t in made for name, tensor in layouts[t][1:]
+                    ]
+                    for layout, chosen in variants:
+                        inputs = dict(chosen)
+                        for t, (derived_op, names) in spec.try_inputs.items():
+                            inputs[t] = _derived(torch, derived_op, names, inputs, sig, pvals).to(dtype)
+                        inputs = {t: inputs[t] for t in sig.inputs}
                         what = ", ".join(f"{t} {tuple(inputs[t].shape)}" for t in sig.inputs) + f" {layout} {values}"
                         if pvals:
                             what += ", " + ", ".join(f"{k}={v}" for k, v in pvals.items())
@@ -260,11 +284,20 @@ def run_kernel_trial(spec: KernelSpec, sig, seed: int = 0) -> KernelTrial:
     return result
 
 
+def _derived(torch, op: str, names: tuple[str, ...], inputs: dict, sig, pvals: dict):
+    """An input computed by torch's CPU op from the others (in float32, contiguous)."""
+    fn = getattr(torch.ops.aten, op, None)
+    if fn is None:
+        raise BadInput(f"try_inputs: torch has no aten op {op}.")
+    args = [inputs[a].float().contiguous() if a in inputs else _value(sig, pvals, a) for a in names]
+    return fn(*args)
+
+
 def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result) -> KernelCase:
     args = []
     for typ, name in _schema(sig):
-        args.append(inputs[name] if name in inputs else pvals.get(name, _default(sig, name)))
-    env = {**inputs, **{s.name: pvals.get(s.name, _default(sig, s.name)) for s in sig.scalars}}
+        args.append(inputs[sig.spec_name(name)] if typ == "Tensor" else _value(sig, pvals, name))
+    env = {**{sig.schema_name(t): v for t, v in inputs.items()}, **{s.name: _value(sig, pvals, s.name) for s in sig.scalars}}
     accepts = _host_accepts(torch, spec, env)
     try:
         expected = op(*args)
@@ -298,7 +331,7 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
         tensor = output if t == "output" else inputs[t]
         argv += [str(tensor.dim()), *map(str, tensor.shape), *map(str, tensor.stride())]
     for s in sig.scalars:
-        v = pvals.get(s.name, _default(sig, s.name))
+        v = _value(sig, pvals, s.name)
         argv.append(repr(float(v)) if not isinstance(v, bool) else str(int(v)))
     argv.append(str(output.numel()))
     data = b""
@@ -331,6 +364,10 @@ def _schema(sig):
     return schema_arguments(sig.row.func)
 
 
+def _value(sig, pvals: dict, name: str):
+    return pvals[name] if name in pvals else _default(sig, name)
+
+
 def _default(sig, name: str):
     for raw in sig.row.func[sig.row.func.index("(") + 1 :].split(","):
         if "=" in raw and raw.split("=")[0].strip().endswith(" " + name):
@@ -345,17 +382,24 @@ def _default(sig, name: str):
 
 
 def kernel_table(result: KernelTrial) -> str:
+    """Per dtype: the cases that match torch's CPU op, those both refuse, and the failures."""
     lines = []
     by_dtype: dict[str, list[KernelCase]] = {}
     for c in result.cases:
         by_dtype.setdefault(c.dtype, []).append(c)
+    failures = result.failures
     for d, cases in by_dtype.items():
         ok = sum(c.outcome.startswith("ok") for c in cases)
         both = sum(c.outcome == "refused by both" for c in cases)
-        bad = [c for c in cases if c not in result.failures]
-        failing = [c for c in cases if c in result.failures]
-        lines.append(f"{d:7} {ok} ok, {both} refused by both the CPU op and the host checks, {len(failing)} failing ({len(bad)} of {len(cases)} cases fine)")
+        failing = [c for c in cases if c in failures]
+        lines.append(
+            f"{result.spec.kernel}_{d}: {ok} of {len(cases)} cases match torch's CPU op, {both} refused by both the CPU op "
+            f"and the host's checks, {len(failing)} failing"
+        )
         for c in failing[:5]:
             lines.append(f"  FAIL {c.what}: {c.outcome}{': ' + c.detail if c.detail else ''}")
+        if len(failing) > 5:
+            lines.append(f"  ... and {len(failing) - 5} more")
     lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
+    lines.append(f"{'FAILED' if failures else 'ok'}: {len(result.cases)} cases, {len(failures)} failing.")
+    return "\n".join(lines) + "\n"

@@ -38,7 +38,7 @@ from mpsgen.tree.source import read_bounded
 KERNEL_KIND = "kernel"
 KERNEL_SPEC_KEYS = (
     "name", "kind", "file", "kernel", "dtypes", "inputs", "output", "checks", "body", "opinfo",
-    "try_shapes", "try_params", "max_dims",
+    "try_shapes", "try_params", "try_inputs", "max_dims",
 )
 # the Metal types a custom kernel may be registered for (its body computes in opmath_t<T>)
 KERNEL_DTYPES = ("float", "half", "bfloat")
@@ -88,6 +88,9 @@ class KernelSpec:
     opinfo: tuple[str, ...] = ()
     try_shapes: tuple[dict[str, tuple[int, ...]], ...] = ()
     try_params: tuple[dict[str, float | int | bool], ...] = ()
+    # inputs `try` computes from the others with a torch op (a backward's forward result):
+    # {input: (aten op, (argument names...))}
+    try_inputs: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     max_dims: int = MAX_DIMS
     source: str | None = None  # the spec file, when there is one
     kind: str = KERNEL_KIND
@@ -314,11 +317,25 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
                 problems.append((_loc(shown, item), "each try_params entry maps arguments to numbers or booleans, like {p: 2.0}."))
             else:
                 try_params.append(values)
+    try_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if "try_inputs" in fields:
+        node = fields["try_inputs"][1]
+        for k, v in node.value if isinstance(node, yaml.MappingNode) else []:
+            got = {_scalar(a): b for a, b in v.value} if isinstance(v, yaml.MappingNode) else {}
+            op = _scalar(got.get("op")) if "op" in got else None
+            args = [_scalar(a) for a in got["args"].value] if isinstance(got.get("args"), yaml.SequenceNode) else None
+            if set(got) != {"op", "args"} or not op or check_name(op, "op") or args is None or not all(a and re.fullmatch(r"\w+", a) for a in args):
+                problems.append((_loc(shown, v), "each try_inputs entry is {op: <aten op>, args: [<argument names>]}."))
+                continue
+            try_inputs[_scalar(k)] = (op, tuple(args))
+        if not isinstance(node, yaml.MappingNode):
+            problems.append((_loc(shown, node), "'try_inputs' maps an input to {op: <aten op>, args: [...]}."))
     if problems or name is None or stem is None or kernel is None:
         return None, problems
     return KernelSpec(
         name=name, file=stem, kernel=kernel, body=body, dtypes=dtypes, inputs=inputs, output_like=like, output_sizes=sizes,
-        checks=tuple(checks), opinfo=opinfo, try_shapes=tuple(try_shapes), try_params=tuple(try_params), max_dims=max_dims,
+        checks=tuple(checks), opinfo=opinfo, try_shapes=tuple(try_shapes), try_params=tuple(try_params), try_inputs=try_inputs,
+        max_dims=max_dims,
         source=shown,
     ), []
 

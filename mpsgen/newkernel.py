@@ -73,6 +73,15 @@ class KernelSignature:
     tensors: tuple[str, ...]
     inputs: tuple[str, ...]
     scalars: tuple[KernelScalar, ...]
+    # spec input name -> the schema's name for it, where a release renamed the argument
+    # (2.14.1's `grad_output` of _pdist_backward is 2.13's `grad`)
+    renamed: tuple[tuple[str, str], ...] = ()
+
+    def schema_name(self, name: str) -> str:
+        return dict(self.renamed).get(name, name)
+
+    def spec_name(self, name: str) -> str:
+        return {b: a for a, b in self.renamed}.get(name, name)
 
     def host_parameters(self) -> list[str]:
         out = []
@@ -121,20 +130,25 @@ def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str) -> Kerne
     if not tensors:
         raise Refused(f"{where}: {row.name} takes no Tensor; a kernel has nothing to read.")
     inputs = spec.inputs if spec.inputs is not None else tuple(tensors)
+    renamed = []
+    if spec.inputs is not None and len(inputs) == len(tensors):  # a renamed argument, in its place
+        for mine, theirs in zip(inputs, tensors):
+            if mine != theirs and mine not in tensors and theirs not in inputs:
+                renamed.append((mine, theirs))
     for name in inputs:
-        if name not in tensors:
+        if name not in tensors and name not in dict(renamed):
             raise BadInput(
                 f"{spec.source or 'the spec'}: input {name!r} is not a Tensor argument of {row.name} "
                 f"({', '.join(tensors)}).",
                 hint="List the schema's Tensor arguments the kernel reads under 'inputs'.",
             )
-    if spec.output_like is not None and spec.output_like not in tensors:
+    if spec.output_like is not None and spec.output_like not in tensors and spec.output_like not in dict(renamed):
         raise BadInput(f"{spec.source or 'the spec'}: output.like {spec.output_like!r} is not a Tensor argument of {row.name}.")
     for key in {k for shape in spec.try_shapes for k in shape} - set(inputs):
         raise BadInput(f"{spec.source or 'the spec'}: try_shapes names {key!r}, which is not an input of the kernel ({', '.join(inputs)}).")
     for key in {k for values in spec.try_params for k in values} - {s.name for s in scalars}:
         raise BadInput(f"{spec.source or 'the spec'}: try_params names {key!r}, which is not a scalar argument of {row.name}.")
-    return KernelSignature(row, tuple(tensors), tuple(inputs), tuple(scalars))
+    return KernelSignature(row, tuple(tensors), tuple(inputs), tuple(scalars), tuple(renamed))
 
 
 def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
@@ -210,7 +224,14 @@ def cmake_note(tree: PytorchTree) -> str:
 
 
 def struct_text(spec: KernelSpec, sig: KernelSignature, header_rel: str, metal_rel: str) -> str:
-    return render("kernel/params.h.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, kernel_rel=metal_rel).rstrip("\n")
+    import textwrap
+
+    said = (
+        f"{spec.name}: what the host passes its kernel ({metal_rel.rpartition('/')[2]}, one thread per output "
+        "element). Sizes and strides are in elements, narrowed to 32 bits (the host checks they fit)."
+    )
+    comment = "\n".join("// " + ln for ln in textwrap.wrap(said, 77, break_long_words=False, break_on_hyphens=False))
+    return render("kernel/params.h.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, comment=comment).rstrip("\n")
 
 
 def body_text(spec: KernelSpec) -> str:
@@ -220,7 +241,15 @@ def body_text(spec: KernelSpec) -> str:
 
 
 def kernel_text(spec: KernelSpec, sig: KernelSignature) -> str:
-    text = render("kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, body=body_text(spec), macro=register_macro(spec))
+    from mpsgen.edits import METAL_COLUMN_LIMIT
+
+    call = f"{spec.element_function}({', '.join([*sig.inputs, 'params', 'index'])})"
+    store = f"  output[index] = static_cast<T>({call});"
+    if len(store) > METAL_COLUMN_LIMIT:
+        store = f"  output[index] = static_cast<T>(\n      {call});"
+    text = render(
+        "kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, body=body_text(spec), macro=register_macro(spec), store=store
+    )
     lines = text.rstrip("\n").split("\n")
     start = next(i for i, ln in enumerate(lines) if ln.startswith("#define "))
     end = next(i for i in range(start, len(lines)) if not lines[i].endswith("\\"))
@@ -242,46 +271,73 @@ def host_checks(spec: KernelSpec, sig: KernelSignature) -> list[list[str]]:
     the dtypes the kernel is registered for, the inputs' common dtype, and the dimensions the
     params struct has room for."""
     host = spec.host_function
-    first = sig.inputs[0]
+    first = sig.schema_name(sig.inputs[0])
     out = [[c.require, *c.message_parts()] for c in spec.checks]
     dtypes = ", ".join(spec.dtypes)
     out.append([_dtype_condition(spec, first), f'"{host}: unsupported dtype "', f"{first}.scalar_type()", f'" (the kernel has {dtypes})"'])
-    for t in sig.inputs[1:]:
+    for t in map(sig.schema_name, sig.inputs[1:]):
         out.append([
             f"{t}.scalar_type() == {first}.scalar_type()", f'"{host}: expected {t} to have dtype "', f"{first}.scalar_type()",
             '", got "', f"{t}.scalar_type()",
         ])
-    for t in sig.inputs:
-        out.append([f"{t}.dim() <= {spec.max_dims}", f'"{host}: {t} has "', f"{t}.dim()", f'" dimensions; the kernel takes up to {spec.max_dims}"'])
+    names = list(map(sig.schema_name, sig.inputs))
+    out.append([
+        " && ".join(f"{t}.dim() <= {spec.max_dims}" for t in names),
+        f'"{host}: the kernel takes tensors of up to {spec.max_dims} dimensions"',
+    ])
     return out
 
 
+def check_call(args: list[str], indent: int = 2) -> str:
+    """``TORCH_CHECK(args);`` as clang-format lays it out in PyTorch's .mm files (120 columns):
+    on one line, else one argument a line aligned after the bracket, a condition too long for
+    its line broken after its ``||``/``&&`` and continued 4 columns further in."""
+    from mpsgen.edits.mm import COLUMN_LIMIT
+
+    head = " " * indent + "TORCH_CHECK("
+    one = head + ", ".join(args) + ");"
+    if len(one) <= COLUMN_LIMIT:
+        return one
+    col = len(head)
+    lines = []
+    for k, arg in enumerate(args):
+        end = ");" if k == len(args) - 1 else ","
+        lead = head if k == 0 else " " * col
+        if len(lead) + len(arg) + len(end) <= COLUMN_LIMIT:
+            lines.append(lead + arg + end)
+            continue
+        terms = re.split(r"(?<= \|\|)\s|(?<= &&)\s", arg)
+        line = lead
+        for term in terms:
+            if line.strip() and len(line) + len(term) + 1 > COLUMN_LIMIT:
+                lines.append(line.rstrip())
+                line = " " * (col + 4)
+            line += term + " "
+        lines.append(line.rstrip() + end)
+    return "\n".join(lines)
+
+
 def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
-    first = sig.inputs[0]
+    first = sig.schema_name(sig.inputs[0])
     if spec.output_like is not None:
-        allocate = f"at::empty_like({spec.output_like}, MemoryFormat::Contiguous)"
+        allocate = f"at::empty_like({sig.schema_name(spec.output_like)}, MemoryFormat::Contiguous)"
     else:
         allocate = f"at::empty({spec.output_sizes}, {first}.options())"
-    from mpsgen.edits.mm import call_arguments
+    fits = check_call([
+        " && ".join(f"canUse32BitIndexMath({sig.schema_name(t)})" for t in sig.struct_tensors),
+        f'"{spec.host_function}: tensors with 2^31 elements or more are not supported yet"',
+    ])
+    from mpsgen.edits.mm import wrap_arguments
 
-    fits = call_arguments(
-        "TORCH_CHECK(",
-        [" && ".join(f"canUse32BitIndexMath({t})" for t in sig.struct_tensors),
-         f'"{spec.host_function}: tensors with 2^31 elements or more are not supported yet"'],
-        ");", 2,
-    )
-    signature = f"Tensor {spec.host_function}({', '.join(sig.host_parameters())})"
-    if len(signature) > 120:
-        signature = f"Tensor {spec.host_function}(" + ",\n".join(
-            (" " * (len(spec.host_function) + 8) if i else "") + p for i, p in enumerate(sig.host_parameters())
-        ) + ")"
-    checks = [call_arguments("TORCH_CHECK(", args, ");", 2) for args in host_checks(spec, sig)]
-    impl = ["const Tensor& output"] + [p for p in sig.host_parameters() if p.split(" ")[-1] in set(sig.inputs) | {s.name for s in sig.scalars}]
-    names = [p.split(" ")[-1] for p in impl]
+    head = f"Tensor {spec.host_function}("
+    signature = head + wrap_arguments(head, sig.host_parameters(), ") {") + ")"
+    checks = [check_call(args) for args in host_checks(spec, sig)]
+    impl = ["const Tensor& output"] + [f"const Tensor& {t}" for t in sig.inputs] + [f"{s.host_type} {s.name}" for s in sig.scalars]
+    names = ["output", *map(sig.schema_name, sig.inputs), *(s.name for s in sig.scalars)]
     return render(
         "kernel/host.mm.j2", spec=spec, signature=signature, checks=checks, allocate=allocate, fits=fits,
         tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs, metal_rel=kernel_paths(spec.file)[1],
-        impl_parameters=", ".join(impl), impl_arguments=", ".join(names),
+        impl_parameters=wrap_arguments(f"static void {spec.kernel}_kernel(", impl, ") {"), impl_arguments=", ".join(names),
     ).rstrip("\n")
 
 
@@ -335,13 +391,12 @@ def _append_mm(text: str, rel: str, spec: KernelSpec, header_rel: str, library: 
 
 def _add_per_operator_header(text: str, spec: KernelSpec) -> str:
     """``#include <ATen/ops/<op>_native.h>`` in the file's per-operator block, when it has one."""
-    header = f"#include <ATen/ops/{spec.name}_native.h>"
-    if header in text:
-        return text
+    allocate = "empty_like" if spec.output_like is not None else "empty"
+    headers = [f"#include <ATen/ops/{spec.name}_native.h>", f"#include <ATen/ops/{allocate}.h>"]
     block = re.search(r"^#else\n((?:#include <ATen/ops/\w+\.h>\n)+)#endif", text, re.M)
     if block is None:
         return text
-    lines = block.group(1).rstrip("\n").split("\n") + [header]
+    lines = block.group(1).rstrip("\n").split("\n") + headers
     return text[: block.start(1)] + "\n".join(sorted(set(lines))) + "\n" + text[block.end(1):]
 
 

@@ -19,6 +19,20 @@ _OPENS_TUPLE = re.compile(r"^\s*\w+\s*=\s*[(\[]\s*(#.*)?$")
 _EMPTY_ARG = re.compile(r"^[ \t]*(?:skips|decorators)\s*=\s*\(\s*\)\s*,?[ \t]*\n", re.M)
 
 
+_OTHER_DEVICE = re.compile(r"""device_type\s*=\s*['"](?!mps['"])""")
+
+
+def _statement(lines: list[str], j: int) -> str:
+    """Line ``j`` and the lines after it up to where its brackets balance (one decorator)."""
+    text, depth = "", 0
+    for ln in lines[j:]:
+        text += ln + "\n"
+        depth += ln.count("(") - ln.count(")")
+        if depth <= 0:
+            break
+    return text
+
+
 def _is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
@@ -123,10 +137,12 @@ def _edit_span(
         while top - 1 >= 0 and _is_comment(lines[top - 1]):
             top -= 1
         # the block heads the run of decorator lines below it; keep it if any of them stays
+        # (a missing MPS kernel's reason does not head the decorators of other devices below it)
+        about_mps_kernel = is_unimplemented_reason("\n".join(lines[top:i]))
         j = i
         heads_kept = False
         while j < len(lines) and lines[j].strip() and not _is_comment(lines[j]) and not lines[j].strip().startswith(")"):
-            if j not in drop_lines:
+            if j not in drop_lines and (not about_mps_kernel or not _OTHER_DEVICE.search(_statement(lines, j))):
                 heads_kept = True
                 break
             j += 1
