@@ -177,8 +177,18 @@ def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
             hint="Structured ops and out= variants are not generated yet: write their TORCH_IMPL_FUNC by hand.",
         )
     row = dispatched[0]
-    if "CompositeImplicitAutograd" in {k for d in row.dispatch for k in d.keys}:
-        raise Refused(f"{where}:{row.start_line}: {row.name} is CompositeImplicitAutograd: it runs on MPS through the ops it calls.")
+    keys = {k for d in row.dispatch for k in d.keys}
+    if keys and not all(k.startswith("Composite") for k in keys) and not keys & {"CPU", "CUDA"}:
+        raise Refused(
+            f"{where}:{row.start_line}: {row.name} dispatches {', '.join(sorted(keys))}: no dense CPU or CUDA kernel "
+            "beside which an MPS one belongs; new-kernel writes dense (strided) kernels."
+        )
+    if all(k.startswith("Composite") for k in keys):
+        raise Refused(
+            f"{where}:{row.start_line}: {row.name} dispatches {', '.join(sorted(keys))} only: it runs on MPS through the "
+            "ops it calls; a kernel of its own is not what its tests miss.",
+            hint="If a kernel is what you want for speed, write its dispatch line by hand.",
+        )
     if output_count(row.func) != 1 or "Tensor[]" in row.func.split("->")[-1]:
         raise Refused(f"{where}:{row.start_line}: {row.name} does not return one Tensor; new-kernel writes one output per thread.")
     return row

@@ -25,9 +25,16 @@ PARAM_SCHEMA_TYPES = {"Scalar": "scalar", "float": "float", "float?": "optional_
 
 def _split(func: str) -> tuple[str, str]:
     """(argument list, return part) of a schema."""
-    end = func.index("->") if "->" in func else len(func)
-    inner = func[func.index("(") + 1 : func.rindex(")", 0, end)]
-    return inner, func[end + 2 :].strip() if "->" in func else ""
+    depth, end = 0, -1
+    for i, c in enumerate(func):  # the return arrow, outside the brackets (`Tensor(a -> *)` is an alias set)
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and func.startswith("->", i):
+            end = i
+            break
+    if end < 0:
+        return func[func.index("(") + 1 : func.rindex(")")], ""
+    return func[func.index("(") + 1 : func.rindex(")", 0, end)], func[end + 2 :].strip()
 
 
 def schema_args(func: str) -> list[tuple[str, str]]:

@@ -1,0 +1,63 @@
+"""``new-kernel --with-test``: a ``torch.mps.compile_shader`` test of a custom kernel, to run on
+a Mac before building PyTorch. The kernel's source is the ``.metal`` text new-kernel writes,
+with its params header inlined (compile_shader resolves the c10/metal headers itself); the
+params struct is packed in Python with C's natural alignment, as ``mtl_setArgs`` copies it."""
+
+from __future__ import annotations
+
+from mpsgen.kernelspec import KernelSpec
+from mpsgen.render import render
+from mpsgen.tree import PytorchTree
+
+# struct module format of each Metal field type of the params struct
+STRUCT_CODES = {"float": "f", "long": "q", "bool": "?"}
+
+
+def kernel_source(spec: KernelSpec, sig) -> str:
+    """What compile_shader compiles: the kernel file as new-kernel writes it, its params header inlined."""
+    from mpsgen.newkernel import kernel_paths, kernel_text, struct_text
+
+    header_rel, metal_rel, _mm = kernel_paths(spec.file)
+    struct = struct_text(spec, sig, header_rel, metal_rel)
+    text = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel_text(spec, sig))
+    return text.replace(f"#include <ATen/native/mps/kernels/{spec.file}.h>", "#include <c10/metal/common.h>\n\n" + struct)
+
+
+def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
+    """(file name, text) of ``test_<kernel>_shader.py``."""
+    from mpsgen.newkernel import choose_row, kernel_signature, schema_arguments
+    from mpsgen.tree.native_yaml import read_native_functions
+
+    _src, table = read_native_functions(tree)
+    row = choose_row(spec, table.of_op(spec.name))
+    sig = kernel_signature(spec, row, "")
+    filename = f"test_{spec.kernel}_shader.py"
+    schema = [[sig.spec_name(name), "Tensor" if typ == "Tensor" else typ] for typ, name in schema_arguments(row.func)]
+    shapes = [dict(s) for s in spec.try_shapes] or [{t: [4, 3] for t in sig.inputs}]
+    params = [dict(p) for p in spec.try_params] or [{}]
+    for values in params:  # the schema's defaults where a case leaves an argument out
+        for s in sig.scalars:
+            if s.name not in values:
+                from mpsgen.kernel_trial import _default
+
+                values[s.name] = _default(sig, s.name)
+    text = render(
+        "tests/kernel_shader_test.py.j2", op=spec.name, kernel=spec.kernel, stem=spec.file, filename=filename,
+        source=kernel_source(spec, sig), inputs=py(list(sig.inputs)), schema=py(schema), max_dims=spec.max_dims,
+        scalars=py([[s.name, STRUCT_CODES[s.metal_type]] for s in sig.scalars]), dtypes=py(list(spec.dtypes)),
+        shapes=py(shapes), params=py(params), derived=py({k: [op, list(a)] for k, (op, a) in spec.try_inputs.items()}),
+    )
+    return filename, text + "\n"
+
+
+def py(value: object) -> str:
+    """``value`` (lists, dicts, strings, numbers, booleans) as Python source."""
+    import math
+
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py(k)}: {py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(py(v) for v in value) + "]"
+    if isinstance(value, float) and math.isinf(value):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    return repr(value)
