@@ -290,7 +290,7 @@ def applied(changeset: Changeset, what: str):
 
 
 _COMPANION_HINTS = (
-    ("--with-test", "--with-test writes a shader test to check the functor on a Mac before building"),
+    ("--with-test", "--with-test writes a shader test to check the kernel on a Mac before building"),
     ("--with-bench", "--with-bench a benchmark script for the PR"),
     ("--pr-description", "--pr-description prints a PR text"),
 )
@@ -480,6 +480,7 @@ def new_kernel(
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
     with_test: bool = WithTestOpt,
+    pr: bool = PrOpt,
 ) -> None:
     """Add a custom (non-elementwise) Metal kernel: params header, kernel with one host_name per
     dtype, host function, dispatch, test lists, AOTI shim; the body comes from a kernel spec.
@@ -506,11 +507,16 @@ def new_kernel(
             if path.exists():
                 raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
             companions.append((path, text, False, f"on a Mac, `python -m pytest {name} -v` checks the kernel before you build"))
-        given = frozenset({"--with-bench", "--pr-description"} | ({"--with-test"} if with_test else set()))
+        given = frozenset({"--with-bench"} | ({"--with-test"} if with_test else set()) | ({"--pr-description"} if pr else set()))
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
         for path, *_rest in companions:
             if dry_run or patch is not None:
                 err.print(f"dry run: would write {path}")
+        if pr:
+            from mpsgen.kernel_companions import kernel_pr_description
+
+            with applied(changeset, "printing the PR description") if not (dry_run or patch is not None) else contextlib.nullcontext():
+                write_out("\n" + kernel_pr_description(spec, changeset))
     except MpsgenError as exc:
         fail(exc)
 

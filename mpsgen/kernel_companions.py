@@ -61,3 +61,35 @@ def py(value: object) -> str:
     if isinstance(value, float) and math.isinf(value):
         return 'float("inf")' if value > 0 else 'float("-inf")'
     return repr(value)
+
+
+def kernel_pr_description(spec: KernelSpec, changeset) -> str:
+    """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
+    each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
+    from mpsgen.newkernel import kernel_paths
+    from mpsgen.newop import UNXFAILED
+    from mpsgen.tree import NATIVE_FUNCTIONS
+    from mpsgen.tree.aoti import C_SHIM_MPS
+
+    header, metal, mm = kernel_paths(spec.file)
+    said = {
+        header: f"`{spec.params_struct}`, the sizes, strides and arguments the host passes the kernel",
+        metal: f"the `{spec.kernel}` kernel, one thread per output element, registered for {', '.join(spec.dtypes)}",
+        mm: f"`{spec.host_function}`: the checks the CPU op makes, the output, and the dispatch of `{spec.kernel}`",
+        NATIVE_FUNCTIONS: f"`MPS: {spec.host_function}` on `{spec.name}`",
+        C_SHIM_MPS: f"regenerated: `{spec.name}` is an AOTI fallback op and now has an MPS kernel",
+    }
+    lines = [f"[MPS] Add Metal kernel for {spec.name}", ""]
+    lines.append(f"Adds a Metal kernel for `{spec.name}`, which had no MPS implementation.")
+    lines.append("")
+    for rel in (e.source.relpath for e in changeset.changed):
+        lines.append(f"- `{rel}`: {said.get(rel, 'the MPS test lists no longer expect the op to be missing')}")
+    lines += ["", f"Dtypes: {', '.join(spec.dtypes)}. Sizes and strides are indexed in 32 bits; larger tensors are refused with a message."]
+    listed = " ".join(" ".join(s.split()) for s in changeset.next_steps if s.strip().startswith(UNXFAILED))
+    unblocked = [f"`{n}`" for n in listed[len(UNXFAILED):].rstrip(".").split(", ") if n]
+    if unblocked:
+        lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
+    tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in changeset.next_steps if s.startswith("test:")]
+    if tests:
+        lines += ["", "Test plan:", "```"] + tests + ["```"]
+    return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ from mpsgen.edits import add_include, realign_backslashes
 from mpsgen.errors import BadInput, Refused
 from mpsgen.kernelspec import KernelSpec
 from mpsgen.render import render
+from mpsgen.resources import resource_dir
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
 from mpsgen.tree.schema import _split, output_count
@@ -519,14 +520,24 @@ def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table
         changeset.kept.append(
             f"the MPS xfails of {', '.join(sorted(targets.found))} stay: their tests also run "
             f"{', '.join('aten::' + o for o in off_mps)} ({DERIVATIVES}), which has no MPS kernel yet; they go with "
-            f"the change that adds the last of them (`mpsgen new-kernel {off_mps[0]} --spec ...`)"
+            f"the change that adds the last of them"
         )
-        changeset.next_steps = next_steps([], sorted(targets.test_names[k] for k in targets.found))
+        shipped = (resource_dir("specs") / "kernels" / f"{off_mps[0]}.yaml").is_file()
+        changeset.next_steps = [
+            next_steps([], [])[0],
+            f"try:    mpsgen try {spec.source if spec.source and not _shipped(spec) else spec.name}   (the kernel against torch's CPU op, on this machine)",
+            f"then:   mpsgen new-kernel {off_mps[0]}" + ("" if shipped else " --spec SPEC   (a kernel spec of it: specs/kernels/README.md)")
+            + f"   (its tests need it before {', '.join(sorted(targets.found))}'s xfails can go)",
+        ]
         return
     unxfailed = edit_test_lists(
         tree, changeset, targets, tested_ops[0], {f"torch.{n}" for n in _torch_names(spec.dtypes)}, set()
     )
     changeset.next_steps = next_steps(unxfailed, sorted(targets.test_names[k] for k in targets.found))
+
+
+def _shipped(spec: KernelSpec) -> bool:
+    return spec.source is not None and spec.source == str(resource_dir("specs") / "kernels" / f"{spec.name}.yaml")
 
 
 def _torch_names(dtypes: tuple[str, ...]) -> list[str]:

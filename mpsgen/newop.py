@@ -981,6 +981,8 @@ def edit_test_lists(
 
 
 _DECORATED_TEST = re.compile(r"""DecorateInfo\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*['"](\w+)['"]\s*,\s*['"](\w+)['"]""")
+# a decorator of a whole test class: DecorateInfo(unittest.expectedFailure, 'TestCommon', device_type='mps')
+_DECORATED_CLASS = re.compile(r"""DecorateInfo\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*['"](\w+)['"]\s*(?:,\s*\w+\s*=|\))""")
 _TEST_FILES = {
     "TestCommon": "test/test_ops.py", "TestCompositeCompliance": "test/test_ops.py", "TestMathBits": "test/test_ops.py",
     "TestTags": "test/test_ops.py", "TestFakeTensor": "test/test_ops.py", "TestRefsOpsInfo": "test/test_ops.py",
@@ -1002,9 +1004,10 @@ def decorated_tests(
     for start, end in spans:
         line0 = text.count("\n", 0, start) + 1  # the span's first line: its decorators' counted from there
         for s, _e in mps_decorators(text, start, end):
-            m = _DECORATED_TEST.match(text, s)
+            m = _DECORATED_TEST.match(text, s) or _DECORATED_CLASS.match(text, s)
             if m and line0 + text.count("\n", start, s) not in kept_lines:
-                found.add((m.group(1), m.group(2), (names or {}).get(start, ""), ""))
+                test = m.group(2) if m.re is _DECORATED_TEST else ""  # "": every test of the class
+                found.add((m.group(1), test, (names or {}).get(start, ""), ""))
     return sorted(found)
 
 
@@ -1059,6 +1062,9 @@ def k_expression(unxfailed: list[tuple[str, str, str, str]]) -> tuple[list[str],
         where = _TEST_FILES.get(cls, "test/test_ops.py")
         if where not in files:
             files.append(where)
+        if not test:  # every test of the class, for the OpInfo
+            terms.append(f"({cls}MPS and {name}_mps)")
+            continue
         term = f"{test}_{name}_mps" + (f"_{dtype}" if dtype else "")
         terms.append(f"({cls}MPS and {term})" if len(classes[test]) > 1 else term)
     return sorted(files, key=lambda f: f != "test/test_mps.py"), " or ".join(dict.fromkeys(terms))
@@ -1075,7 +1081,7 @@ def next_steps(unxfailed: list[tuple[str, str, str, str]], tested: list[str]) ->
         return steps
     files, expression = k_expression(unxfailed)
     steps.append(f'test:   python -m pytest {" ".join(files)} -v -k "{expression}"')
-    names = list(dict.fromkeys(f"{cls}.{test}" for cls, test, _n, _d in unxfailed))
+    names = list(dict.fromkeys(f"{cls}.{test}" if test else f"{cls} (every test)" for cls, test, _n, _d in unxfailed))
     listed = textwrap.wrap(UNXFAILED + ", ".join(names) + ".", 88, break_long_words=False, break_on_hyphens=False)
     steps.append("        " + ("\n" + " " * 10).join(listed))
     return steps

@@ -221,3 +221,14 @@ def test_with_test_writes_a_shader_test_that_skips_without_mps(real_tree: Path, 
     assert 'template [[host_name("pdist_forward_" #DTYPE)]] kernel void' in text
     proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True)
     assert proc.returncode == 0 and "skipped" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_pr_description_names_each_file_and_the_tests_it_unblocks(real_tree: Path, run):
+    assert run("new-kernel", "_pdist_forward", "--root", real_tree).exit_code == 0
+    res = run("new-kernel", "_pdist_backward", "--root", real_tree, "--pr-description", "--dry-run")
+    assert res.exit_code == 0, res.output
+    text = res.output[res.output.index("[MPS] Add Metal kernel for _pdist_backward") :]
+    assert "- `aten/src/ATen/native/mps/kernels/Distance.metal`: the `pdist_backward` kernel" in text
+    assert "`MPS: _pdist_backward_mps` on `_pdist_backward`" in text
+    assert "No longer expected to fail on MPS: " in text and "`TestCommon (every test)`" in text
+    assert '(TestCommonMPS and nn_functional_pdist_mps)' in text  # the whole class the OpInfo un-xfailed
