@@ -18,6 +18,7 @@ A row's MPS status:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -183,9 +184,13 @@ def explain_op(tree: PytorchTree, op: str, tf: TreeFacts | None = None) -> OpRep
 
     xfails, decorators = _tests_holding_back(tree, op, tf.rows)
     shipped = resource_dir("specs") / f"{op}.yaml"
+    kernel_spec = resource_dir("specs") / "kernels" / f"{op}.yaml"
+    spec_shown = f"specs/{op}.yaml" if shipped.is_file() else None
+    if spec_shown is None and kernel_spec.is_file():
+        spec_shown = f"specs/kernels/{op}.yaml (a custom kernel: mpsgen new-kernel)"
     report = OpReport(
         op, rows, tuple(dict.fromkeys(metal)), tuple(dict.fromkeys(dtypes)), tuple(xfails), tuple(decorators),
-        f"specs/{op}.yaml" if shipped.is_file() else None, "",
+        spec_shown, "",
     )
     return _with_next_step(tree, report)
 
@@ -230,6 +235,8 @@ def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
     command = None
     if status == "stub-unregistered":
         step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
+    elif status in ("missing", "mps-kernel") and (kernel := _kernel_step(tree, report)) is not None:
+        step, command = kernel
     elif status in ("missing", "mps-kernel"):
         # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
         # kernel that run the same stub join in the same change
@@ -245,6 +252,38 @@ def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
     else:
         step = f"{op} has no CPU/CUDA kernel for MPS to share; nothing mpsgen can write"
     return replace(report, next_step=step, command=command)
+
+
+def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:
+    """The next step of an op mpsgen ships a kernel spec for: new-kernel when the tree can take
+    it (its row, schema and helpers checked, as new-kernel checks them first), else why not; or,
+    once its host function is in the spec's file, that it runs on its own kernel."""
+    from mpsgen.errors import MpsgenError
+
+    path = resource_dir("specs") / "kernels" / f"{report.op}.yaml"
+    if not path.is_file():
+        return None
+    from mpsgen.kernelspec import load_kernel_spec
+    from mpsgen.newkernel import choose_row, helper_problems, kernel_paths, kernel_signature
+    from mpsgen.tree.native_yaml import read_native_functions
+
+    spec = load_kernel_spec(path, display=f"specs/kernels/{report.op}.yaml")
+    mm = kernel_paths(spec.file)[2]
+    if report.status == "mps-kernel":
+        src = tree.read_optional(mm)
+        if src is not None and re.search(rf"\b{re.escape(spec.host_function)}\s*\(", src.text):
+            return f"nothing to add: {report.op} runs on its own Metal kernel ({spec.host_function} in {mm})", None
+        return None
+    try:
+        _src, table = read_native_functions(tree)
+        kernel_signature(spec, choose_row(spec, table.of_op(report.op)), NATIVE_FUNCTIONS)
+        missing = helper_problems(tree)
+    except MpsgenError as exc:
+        return f"none (mpsgen cannot add {report.op} here): {exc.message}", None
+    if missing:
+        return f"none (mpsgen cannot add {report.op} here): this tree's MPS headers lack {', '.join(missing)}", None
+    command = f"mpsgen new-kernel {report.op}"
+    return f"ready: `{command} --dry-run` shows the change (a custom kernel; `mpsgen try {report.op}` runs its body here)", command
 
 
 def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:

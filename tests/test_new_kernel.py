@@ -232,3 +232,13 @@ def test_the_pr_description_names_each_file_and_the_tests_it_unblocks(real_tree:
     assert "`MPS: _pdist_backward_mps` on `_pdist_backward`" in text
     assert "No longer expected to fail on MPS: " in text and "`TestCommon (every test)`" in text
     assert '(TestCommonMPS and nn_functional_pdist_mps)' in text  # the whole class the OpInfo un-xfailed
+
+
+def test_explain_names_new_kernel_for_an_op_with_a_kernel_spec(real_tree: Path, run):
+    res = run("explain", "_pdist_forward", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "spec: specs/kernels/_pdist_forward.yaml (a custom kernel: mpsgen new-kernel)" in res.output
+    assert "next: ready: `mpsgen new-kernel _pdist_forward --dry-run`" in " ".join(res.output.split())
+    assert run("new-kernel", "_pdist_forward", "--root", real_tree).exit_code == 0  # the named command runs
+    res = run("explain", "_pdist_forward", "--root", real_tree)
+    assert "runs on its own Metal kernel (_pdist_forward_mps in" in " ".join(res.output.split())
