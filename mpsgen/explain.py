@@ -283,7 +283,7 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
     if missing:
         return f"none (mpsgen cannot add {report.op} here): this tree's MPS headers lack {', '.join(missing)}", None
     command = f"mpsgen new-kernel {report.op}"
-    return f"ready: `{command} --dry-run` shows the change (a custom kernel; `mpsgen try {report.op}` runs its body here)", command
+    return f"ready: `{command} --dry-run` shows the change (a custom kernel, whose body `try` runs here: mpsgen try {report.op})", command
 
 
 def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:
