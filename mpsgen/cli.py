@@ -516,7 +516,9 @@ def new_kernel(
             from mpsgen.kernel_companions import kernel_pr_description
 
             with applied(changeset, "printing the PR description") if not (dry_run or patch is not None) else contextlib.nullcontext():
-                write_out("\n" + kernel_pr_description(spec, changeset))
+                from mpsgen.newkernel import kernel_target
+
+                write_out("\n" + kernel_pr_description(spec, changeset, kernel_target(tree, spec).host_function))
     except MpsgenError as exc:
         fail(exc)
 

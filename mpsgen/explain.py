@@ -264,19 +264,18 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
     if not path.is_file():
         return None
     from mpsgen.kernelspec import load_kernel_spec
-    from mpsgen.newkernel import choose_row, helper_problems, kernel_paths, kernel_signature
-    from mpsgen.tree.native_yaml import read_native_functions
+    from mpsgen.newkernel import helper_problems, kernel_paths, kernel_target
 
     spec = load_kernel_spec(path, display=f"specs/kernels/{report.op}.yaml")
     mm = kernel_paths(spec.file)[2]
     if report.status == "mps-kernel":
         src = tree.read_optional(mm)
-        if src is not None and re.search(rf"\b{re.escape(spec.host_function)}\s*\(", src.text):
-            return f"nothing to add: {report.op} runs on its own Metal kernel ({spec.host_function} in {mm})", None
+        found = re.search(rf"\b{re.escape(report.op)}(?:_out)?_mps\b", src.text) if src is not None else None
+        if found is not None:
+            return f"nothing to add: {report.op} runs on its own Metal kernel ({found.group(0)} in {mm})", None
         return None
     try:
-        _src, table = read_native_functions(tree)
-        kernel_signature(spec, choose_row(spec, table.of_op(report.op)), NATIVE_FUNCTIONS)
+        kernel_target(tree, spec)
         missing = helper_problems(tree)
     except MpsgenError as exc:
         return f"none (mpsgen cannot add {report.op} here): {exc.message}", None

@@ -25,15 +25,16 @@ def kernel_source(spec: KernelSpec, sig) -> str:
 
 def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
     """(file name, text) of ``test_<kernel>_shader.py``."""
-    from mpsgen.newkernel import choose_row, kernel_signature, schema_arguments
-    from mpsgen.tree.native_yaml import read_native_functions
+    from mpsgen.newkernel import kernel_target, schema_arguments
 
-    _src, table = read_native_functions(tree)
-    row = choose_row(spec, table.of_op(spec.name))
-    sig = kernel_signature(spec, row, "")
+    sig = kernel_target(tree, spec)
+    row = sig.row
     filename = f"test_{spec.kernel}_shader.py"
-    schema = [[sig.spec_name(name), "Tensor" if typ == "Tensor" else typ] for typ, name in schema_arguments(row.func)]
-    shapes = [dict(s) for s in spec.try_shapes] or [{t: [4, 3] for t in sig.inputs}]
+    schema = [
+        [sig.spec_name(name), "Tensor" if typ == "Tensor" else typ]
+        for typ, name in schema_arguments(row.func) if not typ.endswith("!)")  # (a structured row's out=)
+    ]
+    shapes = [dict(s) for s in spec.try_shapes] or [{t: [4, 3] for t in sig.all_tensors}]
     params = [dict(p) for p in spec.try_params] or [{}]
     for values in params:  # the schema's defaults where a case leaves an argument out
         for s in sig.scalars:
@@ -43,9 +44,9 @@ def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
                 values[s.name] = _default(sig, s.name)
     text = render(
         "tests/kernel_shader_test.py.j2", op=spec.name, kernel=spec.kernel, stem=spec.file, filename=filename,
-        source=kernel_source(spec, sig), inputs=py(list(sig.inputs)), schema=py(schema), max_dims=spec.max_dims,
+        source=kernel_source(spec, sig), inputs=py(list(sig.inputs)), tensors=py(list(sig.all_tensors)), schema=py(schema), max_dims=spec.max_dims,
         scalars=py([[s.name, STRUCT_CODES[s.metal_type]] for s in sig.scalars]), dtypes=py(list(spec.dtypes)),
-        shapes=py(shapes), params=py(params), derived=py({k: [op, list(a)] for k, (op, a) in spec.try_inputs.items()}),
+        shapes=py(shapes), params=py(params), derived=py({k: [op, [list(x) if isinstance(x, tuple) else x for x in a], which] for k, (op, a, which) in spec.try_inputs.items()}),
     )
     return filename, text + "\n"
 
@@ -63,7 +64,7 @@ def py(value: object) -> str:
     return repr(value)
 
 
-def kernel_pr_description(spec: KernelSpec, changeset) -> str:
+def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> str:
     """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
     each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
     from mpsgen.newkernel import kernel_paths
@@ -75,8 +76,8 @@ def kernel_pr_description(spec: KernelSpec, changeset) -> str:
     said = {
         header: f"`{spec.params_struct}`, the sizes, strides and arguments the host passes the kernel",
         metal: f"the `{spec.kernel}` kernel, one thread per output element, registered for {', '.join(spec.dtypes)}",
-        mm: f"`{spec.host_function}`: the checks the CPU op makes, the output, and the dispatch of `{spec.kernel}`",
-        NATIVE_FUNCTIONS: f"`MPS: {spec.host_function}` on `{spec.name}`",
+        mm: f"`{host_function}`: the checks the CPU op makes, the output, and the dispatch of `{spec.kernel}`",
+        NATIVE_FUNCTIONS: f"`MPS: {host_function}` on `{spec.name}`",
         C_SHIM_MPS: f"regenerated: `{spec.name}` is an AOTI fallback op and now has an MPS kernel",
     }
     lines = [f"[MPS] Add Metal kernel for {spec.name}", ""]

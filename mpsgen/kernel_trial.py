@@ -32,16 +32,11 @@ _TOGETHER = re.compile(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|si
 _ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 
 
-def _element_function(spec: KernelSpec, inputs: tuple[str, ...]) -> str:
+def _element_function(spec: KernelSpec, sig) -> str:
     from mpsgen.newkernel import kernel_text
 
-    text = kernel_text(spec, _Sig(inputs))
+    text = kernel_text(spec, sig)
     return text[: text.index("\ntemplate <typename T>\nkernel void")]
-
-
-@dataclass(frozen=True)
-class _Sig:  # what kernel_text reads of a KernelSignature
-    inputs: tuple[str, ...]
 
 
 def driver_source(spec: KernelSpec, sig) -> tuple[str, int, int]:
@@ -53,7 +48,7 @@ def driver_source(spec: KernelSpec, sig) -> tuple[str, int, int]:
         "#define device\n#define constant\n#define thread\nusing namespace metal;\nusing namespace c10::metal;\n\n"
         + struct_text(spec, sig, "", "") + "\n\n"
     )
-    function = _element_function(spec, sig.inputs)
+    function = _element_function(spec, sig)
     before_body = function[: function.index(body_text(spec))] if body_text(spec) else function
     first = head.count("\n") + before_body.count("\n") + 1
     last = first + body_text(spec).count("\n")
@@ -85,7 +80,7 @@ static int run() {{
   long off[{max(n, 1)}] = {{0}};
   long count[{max(n, 1)}] = {{0}};
   for (int k = 0; k < {n}; ++k) {{ count[k] = (long)num(); off[k] = (long)num(); }}
-{"".join(f"  std::vector<T> in{k}; {{ std::vector<S> raw(count[{k}]); if (std::fread(raw.data(), sizeof(S), count[{k}], stdin) != (size_t)count[{k}]) return 4; for (auto v : raw) in{k}.push_back(load_bits(v, (T*)nullptr)); }}" + chr(10) for k in range(n))}  std::vector<S> out(n);
+{"".join(_read_input(k, sig.metal_type(t)) for k, t in enumerate(sig.inputs))}  std::vector<S> out(n);
   for (long j = 0; j < n; ++j) out[j] = store(static_cast<T>({spec.element_function}<T>({args}p, (uint)j)));
   std::fwrite(out.data(), sizeof(S), n, stdout);
   return 0;
@@ -99,6 +94,28 @@ int main(int argc, char** argv) {{
 }}
 """
     return head + function + "\n" + main, first, last
+
+
+# a fixed-type input's (C++ type the element function takes, storage type torch writes)
+_FIXED_CXX = {
+    "long": ("long", "int64_t"), "int": ("int", "int32_t"), "short": ("short", "int16_t"), "char": ("char", "int8_t"),
+    "uchar": ("uchar", "uint8_t"), "bool": ("bool", "uint8_t"), "float": ("float", "float"),
+}
+_FIXED_TORCH = {"long": "int64", "int": "int32", "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float": "float32"}
+
+
+def _read_input(k: int, metal_type: str) -> str:
+    """The driver's lines reading input ``k`` (its whole storage) from stdin."""
+    if metal_type == "T":
+        return (
+            f"  std::vector<T> in{k}; {{ std::vector<S> raw(count[{k}]); if (std::fread(raw.data(), sizeof(S), count[{k}], stdin) "
+            f"!= (size_t)count[{k}]) return 4; for (auto v : raw) in{k}.push_back(load_bits(v, (T*)nullptr)); }}\n"
+        )
+    cxx, storage = _FIXED_CXX[metal_type]
+    return (
+        f"  std::vector<{cxx}> in{k}; {{ std::vector<{storage}> raw(count[{k}]); if (std::fread(raw.data(), sizeof({storage}), "
+        f"count[{k}], stdin) != (size_t)count[{k}]) return 4; for (auto v : raw) in{k}.push_back(({cxx})v); }}\n"
+    )
 
 
 def _shim() -> str:
@@ -218,7 +235,10 @@ def _storage(torch, t) -> tuple[bytes, int, int]:
 
 
 def _host_accepts(torch, spec: KernelSpec, env: dict) -> bool | None:
-    """Whether the host function's spec checks pass, evaluated in Python (None: not evaluable)."""
+    """Whether the host function's checks pass, evaluated in Python (None: not evaluable): the
+    spec's, and the dimensions the params struct has room for."""
+    if any(hasattr(v, "dim") and v.dim() > spec.max_dims for v in env.values()):
+        return False
     for check in spec.checks:
         expr = check.require.replace("&&", " and ").replace("||", " or ")
         expr = re.sub(r"!(?!=)", " not ", expr)
@@ -240,7 +260,7 @@ def torch_signature(torch, spec: KernelSpec):
         raise Refused(f"torch {torch.__version__} has no aten op {spec.name}; `mpsgen try` compares with torch's CPU op.")
     schema = str(packet.default._schema).removeprefix("aten::")
     row = NativeFunction(spec.name, "", schema, 0, 0, (), False, None, ())
-    return kernel_signature(spec, row, f"torch {torch.__version__}'s schema of {spec.name}")
+    return kernel_signature(spec, row, f"torch {torch.__version__}'s schema of {spec.name}", allocation=False)
 
 
 def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
@@ -254,18 +274,24 @@ def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
     refuse_together(spec)
     if sig is None:
         sig = torch_signature(torch, spec)
+    for t in sig.inputs:
+        if sig.metal_type(t) != "T" and t not in spec.try_inputs:
+            raise BadInput(
+                f"{spec.source}: input {t} has the fixed type {sig.metal_type(t)} (input_types); `mpsgen try` cannot draw "
+                "meaningful values for it: compute it under try_inputs (indices from the forward op, say)."
+            )
     op = getattr(torch.ops.aten, spec.name)
     binary = _build(spec, sig, cxx)
     result = KernelTrial(spec)
     gen = torch.Generator().manual_seed(seed)
-    shapes = list(spec.try_shapes) or [{t: (4, 3) for t in sig.inputs}]
+    shapes = list(spec.try_shapes) or [{t: (4, 3) for t in sig.all_tensors}]
     params = list(spec.try_params) or [{}]
     for which, dtype_name in enumerate(spec.dtypes):
         dtype = getattr(torch, _TORCH[dtype_name])
         for shape in shapes:
             for values in ("random", "edges"):
                 for pvals in params:
-                    made = [t for t in sig.inputs if t not in spec.try_inputs]
+                    made = [t for t in sig.all_tensors if t not in spec.try_inputs]
                     layouts = {t: _layouts(torch, shape.get(t, (4, 3)), dtype, values, gen) for t in made}
                     # every input contiguous, then each input in each other layout on its own
                     plain = {t: layouts[t][0][1] for t in made}
@@ -274,23 +300,38 @@ def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
                     ]
                     for layout, chosen in variants:
                         inputs = dict(chosen)
-                        for t, (derived_op, names) in spec.try_inputs.items():
-                            inputs[t] = _derived(torch, derived_op, names, inputs, sig, pvals).to(dtype)
-                        inputs = {t: inputs[t] for t in sig.inputs}
-                        what = ", ".join(f"{t} {tuple(inputs[t].shape)}" for t in sig.inputs) + f" {layout} {values}"
+                        for t, derived in spec.try_inputs.items():
+                            value = _derived(torch, derived, inputs, sig, pvals)
+                            inputs[t] = value.to(dtype) if sig.metal_type(t) == "T" else value
+                        what = ", ".join(f"{t} {tuple(inputs[t].shape)}" for t in sig.all_tensors) + f" {layout} {values}"
                         if pvals:
                             what += ", " + ", ".join(f"{k}={v}" for k, v in pvals.items())
                         result.cases.append(_one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result))
     return result
 
 
-def _derived(torch, op: str, names: tuple[str, ...], inputs: dict, sig, pvals: dict):
-    """An input computed by torch's CPU op from the others (in float32, contiguous)."""
+def _derived(torch, derived: tuple, inputs: dict, sig, pvals: dict):
+    """An input computed by torch's CPU op from the others (floating ones in float32,
+    contiguous), the spec's literals and scalar arguments; ``output`` picks from a tuple."""
+    op, names, which = derived
     fn = getattr(torch.ops.aten, op, None)
     if fn is None:
         raise BadInput(f"try_inputs: torch has no aten op {op}.")
-    args = [inputs[a].float().contiguous() if a in inputs else _value(sig, pvals, a) for a in names]
-    return fn(*args)
+    args = []
+    for a in names:
+        if isinstance(a, str) and a in inputs:
+            t = inputs[a]
+            args.append((t.float() if t.is_floating_point() else t).contiguous())
+        elif isinstance(a, str):
+            args.append(_value(sig, pvals, a))
+        else:
+            args.append(list(a) if isinstance(a, tuple) else a)
+    result = fn(*args)
+    if which is not None:
+        if not isinstance(result, (tuple, list)) or which >= len(result):
+            raise BadInput(f"try_inputs: {op} does not return {which + 1} results; fix the entry's output.")
+        result = result[which]
+    return result
 
 
 def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result) -> KernelCase:
@@ -313,7 +354,7 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
             why = "" if accepts is None else ": the host function's checks let it through"
             return KernelCase(dtype_name, what, f"the CPU op refuses it{why}", str(exc).split("\n")[0])
     if expected is None:  # torch's CPU op has no kernel for the dtype: computed in float32, rounded
-        upcast = [a.float() if hasattr(a, "dtype") else a for a in args]
+        upcast = [a.float() if hasattr(a, "dtype") and a.is_floating_point() else a for a in args]
         try:
             expected = op(*upcast).to(getattr(torch, _TORCH[dtype_name]))
         except RuntimeError as exc:

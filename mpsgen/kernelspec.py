@@ -38,8 +38,10 @@ from mpsgen.tree.source import read_bounded
 KERNEL_KIND = "kernel"
 KERNEL_SPEC_KEYS = (
     "name", "kind", "file", "kernel", "dtypes", "inputs", "output", "checks", "body", "opinfo",
-    "try_shapes", "try_params", "try_inputs", "max_dims",
+    "try_shapes", "try_params", "try_inputs", "max_dims", "input_types",
 )
+# the Metal types an input of a fixed dtype may have (indices: long), and their torch dtypes
+FIXED_INPUT_TYPES = {"long": "kLong", "int": "kInt", "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float": "kFloat"}
 # the Metal types a custom kernel may be registered for (its body computes in opmath_t<T>)
 KERNEL_DTYPES = ("float", "half", "bfloat")
 MAX_DIMS = 4  # default length of the sizes/strides arrays of the params struct
@@ -90,7 +92,9 @@ class KernelSpec:
     try_params: tuple[dict[str, float | int | bool], ...] = ()
     # inputs `try` computes from the others with a torch op (a backward's forward result):
     # {input: (aten op, (argument names...))}
-    try_inputs: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    try_inputs: dict[str, tuple[str, tuple, int | None]] = field(default_factory=dict)
+    # inputs whose dtype is fixed rather than the kernel's T (max pooling's long indices)
+    input_types: dict[str, str] = field(default_factory=dict)
     max_dims: int = MAX_DIMS
     source: str | None = None  # the spec file, when there is one
     kind: str = KERNEL_KIND
@@ -103,10 +107,6 @@ class KernelSpec:
     @property
     def element_function(self) -> str:
         return f"{self.kernel}_element"
-
-    @property
-    def host_function(self) -> str:
-        return f"{self.name}_mps"
 
     def host_names(self) -> list[str]:
         return [f"{self.kernel}_{t}" for t in self.dtypes]
@@ -254,8 +254,7 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
             why = host_expr_problem(sizes or "") or (None if (sizes or "").strip().startswith("{") else "must be a braced list like {n, m}")
             if why:
                 problems.append((_loc(shown, got["sizes"]), f"output.sizes {why}."))
-    else:
-        problems.append((Location(shown, 1, 1), "missing required key 'output' ({like: <input>} or {sizes: \"{...}\"})."))
+
     checks = []
     if "checks" in fields:
         node = fields["checks"][1]
@@ -317,27 +316,74 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
                 problems.append((_loc(shown, item), "each try_params entry maps arguments to numbers or booleans, like {p: 2.0}."))
             else:
                 try_params.append(values)
-    try_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
+    try_inputs: dict[str, tuple[str, tuple, int | None]] = {}
     if "try_inputs" in fields:
         node = fields["try_inputs"][1]
         for k, v in node.value if isinstance(node, yaml.MappingNode) else []:
-            got = {_scalar(a): b for a, b in v.value} if isinstance(v, yaml.MappingNode) else {}
-            op = _scalar(got.get("op")) if "op" in got else None
-            args = [_scalar(a) for a in got["args"].value] if isinstance(got.get("args"), yaml.SequenceNode) else None
-            if set(got) != {"op", "args"} or not op or check_name(op, "op") or args is None or not all(a and re.fullmatch(r"\w+", a) for a in args):
-                problems.append((_loc(shown, v), "each try_inputs entry is {op: <aten op>, args: [<argument names>]}."))
+            derived = _derived_input(v)
+            if derived is None:
+                problems.append((_loc(shown, v), "each try_inputs entry is {op: <aten op>, args: [<argument names or numbers>], output: <n>} (output: which result of a tuple)."))
                 continue
-            try_inputs[_scalar(k)] = (op, tuple(args))
+            try_inputs[_scalar(k)] = derived
         if not isinstance(node, yaml.MappingNode):
             problems.append((_loc(shown, node), "'try_inputs' maps an input to {op: <aten op>, args: [...]}."))
+    input_types: dict[str, str] = {}
+    if "input_types" in fields:
+        node = fields["input_types"][1]
+        got = {_scalar(k): (_scalar(v), v) for k, v in node.value} if isinstance(node, yaml.MappingNode) else None
+        if got is None:
+            problems.append((_loc(shown, node), "'input_types' maps inputs to fixed Metal types, like {indices: long}."))
+        else:
+            for key, (value, vnode) in got.items():
+                if value not in FIXED_INPUT_TYPES or not key:
+                    problems.append((_loc(shown, vnode), f"input_types: {value!r} is not one of {', '.join(FIXED_INPUT_TYPES)}."))
+                else:
+                    input_types[key] = value
     if problems or name is None or stem is None or kernel is None:
         return None, problems
     return KernelSpec(
         name=name, file=stem, kernel=kernel, body=body, dtypes=dtypes, inputs=inputs, output_like=like, output_sizes=sizes,
         checks=tuple(checks), opinfo=opinfo, try_shapes=tuple(try_shapes), try_params=tuple(try_params), try_inputs=try_inputs,
-        max_dims=max_dims,
+        input_types=input_types, max_dims=max_dims,
         source=shown,
     ), []
+
+
+def _derived_input(node) -> tuple[str, tuple, int | None] | None:
+    """{op, args, output?}: args are argument names, numbers or lists of numbers."""
+    import yaml
+
+    got = {_scalar(a): b for a, b in node.value} if isinstance(node, yaml.MappingNode) else {}
+    op = _scalar(got["op"]) if "op" in got else None
+    if not set(got) <= {"op", "args", "output"} or not op or check_name(op, "op") or not isinstance(got.get("args"), yaml.SequenceNode):
+        return None
+    args: list = []
+    for a in got["args"].value:
+        if isinstance(a, yaml.SequenceNode):
+            items = [_scalar(x) for x in a.value]
+            if not all(x is not None and re.fullmatch(r"-?\d+", x) for x in items):
+                return None
+            args.append(tuple(int(x) for x in items))
+            continue
+        text = _scalar(a)
+        if text is None:
+            return None
+        if re.fullmatch(r"[A-Za-z_]\w*", text):
+            args.append(text)
+        elif re.fullmatch(r"-?\d+", text):
+            args.append(int(text))
+        else:
+            try:
+                args.append(float(text))
+            except ValueError:
+                return None
+    output = None
+    if "output" in got:
+        text = _scalar(got["output"]) or ""
+        if not text.isdigit():
+            return None
+        output = int(text)
+    return op, tuple(args), output
 
 
 def _shapes(node) -> dict[str, tuple[int, ...]] | None:

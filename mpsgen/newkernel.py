@@ -77,6 +77,21 @@ class KernelSignature:
     # spec input name -> the schema's name for it, where a release renamed the argument
     # (2.14.1's `grad_output` of _pdist_backward is 2.13's `grad`)
     renamed: tuple[tuple[str, str], ...] = ()
+    out: str | None = None  # a structured row's out= argument (its TORCH_IMPL_FUNC writes it)
+    input_types: tuple[tuple[str, str], ...] = ()  # inputs of a fixed Metal type (long indices)
+
+    @property
+    def structured(self) -> bool:
+        return self.out is not None
+
+    @property
+    def host_function(self) -> str:
+        """``<op>_mps``, or a structured row's ``<op>_out_mps`` (its TORCH_IMPL_FUNC)."""
+        return f"{self.row.base}_out_mps" if self.structured else f"{self.row.base}_mps"
+
+    def metal_type(self, name: str) -> str:
+        """``T``, or the fixed Metal type of ``name``."""
+        return dict(self.input_types).get(name, "T")
 
     def schema_name(self, name: str) -> str:
         return dict(self.renamed).get(name, name)
@@ -87,8 +102,13 @@ class KernelSignature:
     def host_parameters(self) -> list[str]:
         out = []
         for typ, name in schema_arguments(self.row.func):
-            out.append(f"const Tensor& {name}" if typ == "Tensor" else f"{SCALAR_TYPES[typ][1]} {name}")
+            out.append(f"const Tensor& {name}" if typ.startswith("Tensor") else f"{SCALAR_TYPES[typ][1]} {name}")
         return out
+
+    @property
+    def all_tensors(self) -> tuple[str, ...]:
+        """Every Tensor argument (not out=), by the spec's names: what torch's op takes."""
+        return tuple(self.spec_name(t) for t in self.tensors)
 
     @property
     def struct_tensors(self) -> tuple[str, ...]:
@@ -114,11 +134,13 @@ def schema_arguments(func: str) -> list[tuple[str, str]]:
     return out
 
 
-def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str) -> KernelSignature:
+def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str, allocation: bool = True) -> KernelSignature:
     """The tensors and scalars of ``row``'s schema, refused where the kernel cannot take them."""
-    tensors, scalars = [], []
+    tensors, scalars, outs = [], [], []
     for typ, name in schema_arguments(row.func):
-        if typ == "Tensor":
+        if typ.startswith("Tensor(") and typ.endswith("!)"):
+            outs.append(name)
+        elif typ == "Tensor":
             tensors.append(name)
         elif typ in SCALAR_TYPES:
             scalars.append(KernelScalar(name, typ))
@@ -145,15 +167,33 @@ def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str) -> Kerne
             )
     if spec.output_like is not None and spec.output_like not in tensors and spec.output_like not in dict(renamed):
         raise BadInput(f"{spec.source or 'the spec'}: output.like {spec.output_like!r} is not a Tensor argument of {row.name}.")
-    for key in {k for shape in spec.try_shapes for k in shape} - set(inputs):
-        raise BadInput(f"{spec.source or 'the spec'}: try_shapes names {key!r}, which is not an input of the kernel ({', '.join(inputs)}).")
+    known = set(inputs) | set(tensors)
+    for key in {k for shape in spec.try_shapes for k in shape} - known:
+        raise BadInput(f"{spec.source or 'the spec'}: try_shapes names {key!r}, which is not a Tensor argument of {row.name} ({', '.join(tensors)}).")
     for key in {k for values in spec.try_params for k in values} - {s.name for s in scalars}:
         raise BadInput(f"{spec.source or 'the spec'}: try_params names {key!r}, which is not a scalar argument of {row.name}.")
-    return KernelSignature(row, tuple(tensors), tuple(inputs), tuple(scalars), tuple(renamed))
+    for name in spec.input_types:
+        if name not in inputs:
+            raise BadInput(f"{spec.source or 'the spec'}: input_types names {name!r}, which is not an input of the kernel ({', '.join(inputs)}).")
+    if len(outs) > 1:
+        raise Refused(f"{where}: {row.name} writes {len(outs)} outputs ({', '.join(outs)}); new-kernel writes one output per thread.")
+    if not [t for t in inputs if t not in spec.input_types]:
+        raise BadInput(f"{spec.source or 'the spec'}: every input has a fixed type (input_types); the kernel's T is the type of one input at least.")
+    if outs and spec.output_like is not None or outs and spec.output_sizes is not None:
+        raise BadInput(f"{spec.source or 'the spec'}: {row.name} is structured: its meta function shapes the output; leave 'output' out.")
+    if allocation and not outs and spec.output_like is None and spec.output_sizes is None:
+        raise BadInput(
+            f"{spec.source or 'the spec'}: {row.name} allocates its output: give 'output' ({{like: <input>}} or {{sizes: \"{{...}}\"}}).",
+        )
+    return KernelSignature(
+        row, tuple(tensors), tuple(inputs), tuple(scalars), tuple(renamed), outs[0] if outs else None,
+        tuple(spec.input_types.items()),
+    )
 
 
-def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
-    """The one row new-kernel dispatches: the op's functional row, with a kernel of its own."""
+def choose_row(spec: KernelSpec, rows: list[NativeFunction], yaml_text: str | None = None) -> NativeFunction:
+    """The one row new-kernel dispatches: the op's functional row with a kernel of its own, or
+    its structured out= row that its other rows delegate to."""
     own = [r for r in rows if r.base == spec.name]
     where = NATIVE_FUNCTIONS
     if not own:
@@ -169,13 +209,27 @@ def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
             hint="Run `mpsgen explain " + spec.name + "` to see where its MPS kernel lives.",
         )
     dispatched = [r for r in own if r.dispatch and not r.structured_delegate]
-    if any(r.structured for r in own) or len(dispatched) != 1 or dispatched[0].overload:
-        names = ", ".join(r.name for r in own)
+    structured = [r for r in dispatched if r.structured]
+    names = ", ".join(r.name for r in own)
+    if structured:  # the out= row's TORCH_IMPL_FUNC; the functional and in-place rows delegate to it
+        if len(dispatched) != 1:
+            raise Refused(
+                f"{where}:{own[0].start_line}: {spec.name} has the rows {names}, with kernels of their own beside its "
+                "structured one; new-kernel writes the structured row's TORCH_IMPL_FUNC only.",
+                hint="Write the other rows' kernels by hand.",
+            )
+        if yaml_text is not None and "\n  precomputed:" in _entry_text(yaml_text, structured[0]):
+            raise Refused(
+                f"{where}:{structured[0].start_line}: {structured[0].name} has `precomputed:` arguments, which change its "
+                "TORCH_IMPL_FUNC's parameters; new-kernel does not write those.",
+                hint="Write its TORCH_IMPL_FUNC by hand.",
+            )
+    elif len(dispatched) != 1 or dispatched[0].overload:
         raise Refused(
             f"{where}:{own[0].start_line}: {spec.name} has the rows {names}; new-kernel writes one functional host "
-            "function (`Tensor <op>_mps(...)`) for an op with one non-structured row and no out= variant, and this op "
-            "is not one.",
-            hint="Structured ops and out= variants are not generated yet: write their TORCH_IMPL_FUNC by hand.",
+            "function (`Tensor <op>_mps(...)`), or a structured row's TORCH_IMPL_FUNC, and this op's rows are neither "
+            "one functional row nor a structured out= row its other rows delegate to.",
+            hint="Write the host code of ops with several kernels by hand.",
         )
     row = dispatched[0]
     keys = {k for d in row.dispatch for k in d.keys}
@@ -192,7 +246,18 @@ def choose_row(spec: KernelSpec, rows: list[NativeFunction]) -> NativeFunction:
         )
     if output_count(row.func) != 1 or "Tensor[]" in row.func.split("->")[-1]:
         raise Refused(f"{where}:{row.start_line}: {row.name} does not return one Tensor; new-kernel writes one output per thread.")
+    if "pointwise" in row.tags or any("pointwise" in r.tags for r in own):
+        raise Refused(
+            f"{where}:{row.start_line}: {spec.name} is tagged pointwise: an elementwise op, whose MPS kernel is a functor "
+            f"run by TensorIterator through its stub, not a custom kernel.",
+            hint=f"Run `mpsgen explain {spec.name}` for the new-op command.",
+        )
     return row
+
+
+def _entry_text(yaml_text: str, row: NativeFunction) -> str:
+    lines = yaml_text.split("\n")
+    return "\n".join(lines[row.start_line - 1 : row.end_line])
 
 
 def library_block(tree: PytorchTree, stem: str) -> str:
@@ -254,12 +319,21 @@ def body_text(spec: KernelSpec) -> str:
 def kernel_text(spec: KernelSpec, sig: KernelSignature) -> str:
     from mpsgen.edits import METAL_COLUMN_LIMIT
 
-    call = f"{spec.element_function}({', '.join([*sig.inputs, 'params', 'index'])})"
+    args = ", ".join([*sig.inputs, "params", "index"])
+    call = f"{spec.element_function}({args})"
     store = f"  output[index] = static_cast<T>({call});"
-    if len(store) > METAL_COLUMN_LIMIT:
-        store = f"  output[index] = static_cast<T>(\n      {call});"
+    if len(store) > METAL_COLUMN_LIMIT:  # as clang-format breaks it
+        if len(f"      {call});") <= METAL_COLUMN_LIMIT:
+            store = f"  output[index] = static_cast<T>(\n      {call});"
+        else:
+            store = f"  output[index] = static_cast<T>({spec.element_function}(\n      {args}));"
+    types = {t: sig.metal_type(t) for t in sig.inputs}
+    # in the registration macro clang-format tells a declaration from a product by a known
+    # type: `constant long* indices` binds the `*` (and then the params' `&`), `DTYPE * x` not
+    declared = any(t != "T" for t in types.values())
     text = render(
-        "kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, body=body_text(spec), macro=register_macro(spec), store=store
+        "kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, types=types, body=body_text(spec), macro=register_macro(spec),
+        store=store, params_ref="<>&" if declared else "<> &",
     )
     lines = text.rstrip("\n").split("\n")
     start = next(i for i, ln in enumerate(lines) if ln.startswith("#define "))
@@ -281,12 +355,18 @@ def host_checks(spec: KernelSpec, sig: KernelSignature) -> list[list[str]]:
     """The TORCH_CHECK arguments of the host function: the spec's (as the CPU op makes them),
     the dtypes the kernel is registered for, the inputs' common dtype, and the dimensions the
     params struct has room for."""
-    host = spec.host_function
-    first = sig.schema_name(sig.inputs[0])
+    host = sig.host_function
+    typed = [t for t in sig.inputs if sig.metal_type(t) == "T"]
+    first = sig.schema_name(typed[0])
     out = [[c.require, *c.message_parts()] for c in spec.checks]
     dtypes = ", ".join(spec.dtypes)
     out.append([_dtype_condition(spec, first), f'"{host}: unsupported dtype "', f"{first}.scalar_type()", f'" (the kernel has {dtypes})"'])
-    for t in map(sig.schema_name, sig.inputs[1:]):
+    from mpsgen.kernelspec import FIXED_INPUT_TYPES
+
+    for t, fixed in sig.input_types:
+        name = sig.schema_name(t)
+        out.append([f"{name}.scalar_type() == {FIXED_INPUT_TYPES[fixed]}", f'"{host}: expected {name} to have dtype {FIXED_INPUT_TYPES[fixed][1:]}, got "', f"{name}.scalar_type()"])
+    for t in map(sig.schema_name, typed[1:]):
         out.append([
             f"{t}.scalar_type() == {first}.scalar_type()", f'"{host}: expected {t} to have dtype "', f"{first}.scalar_type()",
             '", got "', f"{t}.scalar_type()",
@@ -329,26 +409,53 @@ def check_call(args: list[str], indent: int = 2) -> str:
 
 
 def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
-    first = sig.schema_name(sig.inputs[0])
-    if spec.output_like is not None:
-        allocate = f"at::empty_like({sig.schema_name(spec.output_like)}, MemoryFormat::Contiguous)"
-    else:
-        allocate = f"at::empty({spec.output_sizes}, {first}.options())"
-    fits = check_call([
-        " && ".join(f"canUse32BitIndexMath({sig.schema_name(t)})" for t in sig.struct_tensors),
-        f'"{spec.host_function}: tensors with 2^31 elements or more are not supported yet"',
-    ])
-    from mpsgen.edits.mm import wrap_arguments
+    """The kernel function (in ``namespace mps``) and the entry point: ``Tensor <op>_mps(...)``
+    allocating its output, or a structured row's ``TORCH_IMPL_FUNC(<op>_out_mps)`` writing its
+    out= tensor (through a contiguous temporary when it is strided)."""
+    from mpsgen.edits.mm import COLUMN_LIMIT, wrap_arguments
 
-    head = f"Tensor {spec.host_function}("
-    signature = head + wrap_arguments(head, sig.host_parameters(), ") {") + ")"
+    first = sig.schema_name(next(t for t in sig.inputs if sig.metal_type(t) == "T"))
+    output = sig.out or "output"
+    fits = check_call([
+        " && ".join(f"canUse32BitIndexMath({output if t == 'output' else sig.schema_name(t)})" for t in sig.struct_tensors),
+        f'"{sig.host_function}: tensors with 2^31 elements or more are not supported yet"',
+    ])
     checks = [check_call(args) for args in host_checks(spec, sig)]
     impl = ["const Tensor& output"] + [f"const Tensor& {t}" for t in sig.inputs] + [f"{s.host_type} {s.name}" for s in sig.scalars]
     names = ["output", *map(sig.schema_name, sig.inputs), *(s.name for s in sig.scalars)]
+    if sig.structured:
+        head = f"TORCH_IMPL_FUNC({sig.host_function})("
+        params = ", ".join(sig.host_parameters())
+        if len(head) + len(params) + len(") {") <= COLUMN_LIMIT:
+            signature = head + params + ")"
+        else:  # clang-format breaks after the macro's name
+            signature = f"TORCH_IMPL_FUNC({sig.host_function})\n(" + wrap_arguments("(", sig.host_parameters(), ") {") + ")"
+        entry = render(
+            "kernel/entry_structured.mm.j2", spec=spec, signature=signature, checks=checks, fits=fits, out=sig.out,
+            impl_arguments=", ".join(names),
+        )
+    else:
+        if spec.output_like is not None:
+            allocate = f"at::empty_like({sig.schema_name(spec.output_like)}, MemoryFormat::Contiguous)"
+        else:
+            allocate = f"at::empty({spec.output_sizes}, {first}.options())"
+        head = f"Tensor {sig.host_function}("
+        signature = head + wrap_arguments(head, sig.host_parameters(), ") {") + ")"
+        entry = render(
+            "kernel/entry.mm.j2", spec=spec, signature=signature, checks=checks, allocate=allocate, fits=fits,
+            impl_arguments=", ".join(names),
+        )
+    import textwrap
+
+    said = f"{spec.name}: one thread per output element (kernel {spec.kernel} of {kernel_paths(spec.file)[1].rpartition('/')[2]})"
+    comment = "\n".join("// " + ln for ln in textwrap.wrap(said, COLUMN_LIMIT - 3, break_long_words=False))
+    pso = f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{spec.kernel}_{{}}", scalarToMetalTypeString(output)));'
+    if len(pso) > COLUMN_LIMIT:  # clang-format breaks after the `=`
+        pso = pso.replace("auto pso = ", "auto pso =\n          ", 1)
     return render(
-        "kernel/host.mm.j2", spec=spec, signature=signature, checks=checks, allocate=allocate, fits=fits,
-        tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs, metal_rel=kernel_paths(spec.file)[1],
-        impl_parameters=wrap_arguments(f"static void {spec.kernel}_kernel(", impl, ") {"), impl_arguments=", ".join(names),
+        "kernel/host.mm.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs,
+        metal_rel=kernel_paths(spec.file)[1], entry=entry, comment=comment, pso=pso,
+        impl_parameters=wrap_arguments(f"static void {spec.kernel}_kernel(", impl, ") {"),
     ).rstrip("\n")
 
 
@@ -420,12 +527,19 @@ def _add_dispatch_line(text: str, row: NativeFunction, kernel: str) -> str:
     return "\n".join(lines)
 
 
+def kernel_target(tree: PytorchTree, spec: KernelSpec) -> KernelSignature:
+    """The row new-kernel dispatches and what its schema gives the kernel (refused where it cannot)."""
+    yaml_src, table = read_native_functions(tree)
+    row = choose_row(spec, table.of_op(spec.name), yaml_src.text)
+    return kernel_signature(spec, row, f"{NATIVE_FUNCTIONS}:{row.start_line}")
+
+
 def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) -> Changeset:
     from mpsgen.kernel_trial import check_kernel_body
 
     yaml_src, table = read_native_functions(tree)
-    row = choose_row(spec, table.of_op(spec.name))
-    sig = kernel_signature(spec, row, f"{NATIVE_FUNCTIONS}:{row.start_line}")
+    sig = kernel_target(tree, spec)
+    row = sig.row
     missing = helper_problems(tree)
     if missing:
         raise Refused(
@@ -463,14 +577,14 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) ->
     if mm is None:
         changeset.create(mm_rel, new_mm_text(spec, header_rel, library, function).rstrip("\n") + "\n")
     else:
-        if re.search(rf"\b{re.escape(spec.host_function)}\s*\(", mm.text):
-            raise Refused(f"{mm_rel} already defines {spec.host_function}; new-kernel does not write it twice.")
+        if re.search(rf"\b{re.escape(sig.host_function)}\b", mm.text):
+            raise Refused(f"{mm_rel} already defines {sig.host_function}; new-kernel does not write it twice.")
         changeset.add(mm, _append_mm(mm.text, mm_rel, spec, header_rel, library, function))
-    changeset.add(yaml_src, _add_dispatch_line(changeset.current_text(yaml_src), row, spec.host_function))
+    changeset.add(yaml_src, _add_dispatch_line(changeset.current_text(yaml_src), row, sig.host_function))
     changeset.notes.append(
         f"{header_rel}: {spec.params_struct}; {metal_rel}: kernel {spec.kernel} registered for {', '.join(spec.dtypes)} "
-        f"({', '.join(spec.host_names())}); {mm_rel}: {spec.host_function}; {NATIVE_FUNCTIONS}: {row.name} gets "
-        f"`MPS: {spec.host_function}`"
+        f"({', '.join(spec.host_names())}); {mm_rel}: {sig.host_function}; {NATIVE_FUNCTIONS}: {row.name} gets "
+        f"`MPS: {sig.host_function}`"
     )
     changeset.notes.append(cmake_note(tree))
     _edit_tests(tree, changeset, spec, table)
@@ -491,13 +605,19 @@ def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table
     forward = [spec.name]
     if derivatives is not None:
         forward = [spec.name] + callers_of(derivatives.text, spec.name)
-    tested_ops = forward
+    # the ops whose OpInfos name them; else, with OpInfos the spec names, every op the kernel's
+    # op and its callers are (which of them an OpInfo runs is not known: all must be on MPS)
     targets = None
+    tested_ops: list[str] = []
     for op in forward:
-        t = opinfo_keys(tree, op, table, extra=set(spec.opinfo))
+        t = opinfo_keys(tree, op, table)
         if t.found:
-            targets, tested_ops = t, [op]
-            break
+            targets = targets or t
+            tested_ops.append(op)
+    if targets is None and spec.opinfo:
+        t = opinfo_keys(tree, spec.name, table, extra=set(spec.opinfo))
+        if t.found:
+            targets, tested_ops = t, list(forward)
     if targets is None:
         changeset.warnings.append(
             f"no OpInfo names {spec.name} (nor {', '.join(spec.opinfo) or 'an OpInfo given in the spec'}): nothing in the "
@@ -523,17 +643,34 @@ def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table
             f"the change that adds the last of them"
         )
         shipped = (resource_dir("specs") / "kernels" / f"{off_mps[0]}.yaml").is_file()
+        why_not = _not_a_kernel_op(tree, off_mps[0], table)
+        if shipped or why_not is None:
+            then = f"then:   mpsgen new-kernel {off_mps[0]}" + ("" if shipped else " --spec SPEC   (a kernel spec of it: specs/kernels/README.md)")
+        else:
+            then = f"then:   {off_mps[0]} on MPS, by hand ({why_not})"
         changeset.next_steps = [
             next_steps([], [])[0],
             f"try:    mpsgen try {spec.source if spec.source and not _shipped(spec) else spec.name}   (the kernel against torch's CPU op, on this machine)",
-            f"then:   mpsgen new-kernel {off_mps[0]}" + ("" if shipped else " --spec SPEC   (a kernel spec of it: specs/kernels/README.md)")
-            + f"   (its tests need it before {', '.join(sorted(targets.found))}'s xfails can go)",
+            then + f"; {', '.join(sorted(targets.found))}'s xfails go with it",
         ]
         return
     unxfailed = edit_test_lists(
         tree, changeset, targets, tested_ops[0], {f"torch.{n}" for n in _torch_names(spec.dtypes)}, set()
     )
     changeset.next_steps = next_steps(unxfailed, sorted(targets.test_names[k] for k in targets.found))
+
+
+def _not_a_kernel_op(tree: PytorchTree, op: str, table) -> str | None:
+    """Why new-kernel could not write ``op``'s kernel (None: it could, given a spec)."""
+    from mpsgen.errors import MpsgenError
+    from mpsgen.spec import FunctorSource
+
+    probe = KernelSpec(op, "X", op.lstrip("_") or op, FunctorSource(), inputs=None)
+    try:
+        kernel_signature(probe, choose_row(probe, table.of_op(op), tree.read(NATIVE_FUNCTIONS).text), NATIVE_FUNCTIONS, allocation=False)
+    except MpsgenError as exc:
+        return exc.message.split(": ", 1)[-1].rstrip(".")
+    return None
 
 
 def _shipped(spec: KernelSpec) -> bool:

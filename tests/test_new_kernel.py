@@ -104,9 +104,10 @@ def clang_formatted(text: str, name: str, tmp_path: Path) -> str:
 
 def test_what_new_kernel_writes_is_clang_format_clean(real_tree: Path, run, tmp_path: Path):
     original_header = read(real_tree, f"{KERNELS}/Distance.h")
-    for op in ("_pdist_forward", "_pdist_backward"):
+    for op in ("_pdist_forward", "_pdist_backward", "adaptive_max_pool3d_backward"):
         assert run("new-kernel", op, "--root", real_tree).exit_code == 0
-    for rel in (f"{OPS}/Distance.mm", f"{KERNELS}/Distance.metal"):
+    for rel in (f"{OPS}/Distance.mm", f"{KERNELS}/Distance.metal", f"{OPS}/AdaptiveMaxPool3d.mm",
+                f"{KERNELS}/AdaptiveMaxPool3d.metal", f"{KERNELS}/AdaptiveMaxPool3d.h"):
         text = read(real_tree, rel)
         assert clang_formatted(text, rel.rpartition("/")[2], tmp_path) == text, rel
     # the header: what mpsgen added is formatted (the release's own lines are left as they are)
@@ -144,9 +145,9 @@ SHIPPED = (resource_dir("specs") / "kernels" / "_pdist_forward.yaml").read_text(
     [
         (["new-kernel", "no_such_op_xyz", "--spec", "{spec:no_such_op_xyz}"], 2, "has no op 'no_such_op_xyz'"),
         (["new-kernel", "_cdist_backward", "--spec", "{spec:_cdist_backward}"], 1, "already dispatches MPS"),
-        (["new-kernel", "heaviside", "--spec", "{spec:heaviside}"], 1, "one non-structured row and no out= variant"),
+        (["new-kernel", "heaviside", "--spec", "{spec:heaviside}"], 1, "tagged pointwise: an elementwise op"),
         (["new-kernel", "_spdiags", "--spec", "{spec:_spdiags}"], 1, "argument `int[] shape` is not one new-kernel passes"),
-        (["new-kernel", "fractional_max_pool3d", "--spec", "{spec:fractional_max_pool3d}"], 1, "no out= variant"),
+        (["new-kernel", "fractional_max_pool3d", "--spec", "{spec:fractional_max_pool3d}"], 1, "has `precomputed:` arguments"),
         (["new-kernel", "_sparse_sum_backward", "--spec", "{spec:_sparse_sum_backward}"], 1, "no dense CPU or CUDA kernel"),
         (["new-kernel", "diag_embed", "--spec", "{spec:diag_embed}"], 1, "runs on MPS through the ops it calls"),
         (["new-kernel", "_pdist_forward", "--file", "distance"], 2, "--file 'distance'"),
@@ -242,3 +243,47 @@ def test_explain_names_new_kernel_for_an_op_with_a_kernel_spec(real_tree: Path, 
     assert run("new-kernel", "_pdist_forward", "--root", real_tree).exit_code == 0  # the named command runs
     res = run("explain", "_pdist_forward", "--root", real_tree)
     assert "runs on its own Metal kernel (_pdist_forward_mps in" in " ".join(res.output.split())
+
+
+def test_a_structured_op_gets_its_torch_impl_func(real_tree: Path, run):
+    """adaptive_max_pool3d_backward: its .grad_input row is structured (the functional row
+    delegates to it); its indices are long whatever the kernel's dtype."""
+    before = run_check(PytorchTree.locate(real_tree))
+    res = run("new-kernel", "adaptive_max_pool3d_backward", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    yaml = read(real_tree, NATIVE_FUNCTIONS)
+    assert row_block(yaml, "adaptive_max_pool3d_backward.grad_input").endswith("\n    MPS: adaptive_max_pool3d_backward_out_mps")
+    assert "MPS" not in row_block(yaml, "adaptive_max_pool3d_backward")  # (the functional row delegates)
+    mm = read(real_tree, f"{OPS}/AdaptiveMaxPool3d.mm")
+    assert ("TORCH_IMPL_FUNC(adaptive_max_pool3d_backward_out_mps)\n(const Tensor& grad_output, const Tensor& self, "
+            "const Tensor& indices, const Tensor& grad_input) {") in mm
+    assert "if (grad_input.numel() == 0) {\n    return;\n  }" in mm
+    assert "Tensor output = grad_input.is_contiguous() ? grad_input : at::empty_like(grad_input, MemoryFormat::Contiguous);" in mm
+    assert "grad_input.copy_(output);" in mm and "mps::adaptive_max_pool3d_backward_kernel(output, grad_output, indices);" in mm
+    assert "TORCH_CHECK(indices.scalar_type() == kLong," in mm
+    metal = read(real_tree, f"{KERNELS}/AdaptiveMaxPool3d.metal")
+    assert "    constant long* indices," in metal and "constant long* indices [[buffer(2)]]," in metal
+    # the forward (two outputs, int[3]) is not on MPS: the OpInfo's xfails stay, and the next step says why
+    assert '"nn.functional.adaptive_max_pool3d": None' in read(real_tree, COMMON_MPS)
+    assert "then: adaptive_max_pool3d on MPS, by hand (adaptive_max_pool3d.out does not return one Tensor" in " ".join(res.output.split())
+    assert "aoti_torch_mps_adaptive_max_pool3d_backward(" in read(real_tree, C_SHIM_MPS)
+    after = run_check(PytorchTree.locate(real_tree))
+    said_before = {(f.code, f.message) for f in before.findings}
+    assert [f for f in after.findings if (f.code, f.message) not in said_before] == []
+
+
+def test_the_shipped_kernel_specs_validate(run):
+    specs = sorted((resource_dir("specs") / "kernels").glob("*.yaml"))
+    assert len(specs) >= 3
+    res = run("spec", "validate", *specs)
+    assert res.exit_code == 0, res.output
+
+
+def test_the_backward_first_keeps_the_xfails_its_forward_still_needs(real_tree: Path, run):
+    res = run("new-kernel", "_pdist_backward", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert "aten::_pdist_forward" in res.output and "then: mpsgen new-kernel _pdist_forward;" in " ".join(res.output.split())
+    assert '"nn.functional.pdist": None' in read(real_tree, COMMON_MPS)
+    res = run("new-kernel", "_pdist_forward", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    assert '"nn.functional.pdist"' not in read(real_tree, COMMON_MPS)
