@@ -362,6 +362,13 @@ class Changeset:
                 )
         if resolved.is_dir():
             raise BadInput(f"--patch {target}: is a directory; give a file name.")
+        if target.is_symlink() or (resolved.exists() and not resolved.is_file()):
+            what = "a symbolic link" if target.is_symlink() else "not a regular file (a device, FIFO or socket)"
+            raise BadInput(
+                f"--patch {target}: is {what}; mpsgen writes a patch as a new regular file and will not replace it; "
+                "nothing written.",
+                hint="Give the path of a regular file, e.g. --patch /tmp/op.patch.",
+            )
         if resolved.exists() and not force:
             raise BadInput(
                 f"--patch {target}: the file exists; nothing written.",

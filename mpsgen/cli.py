@@ -510,8 +510,10 @@ def new_kernel(
         given = frozenset({"--with-bench"} | ({"--with-test"} if with_test else set()) | ({"--pr-description"} if pr else set()))
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
         for path, *_rest in companions:
-            if dry_run or patch is not None:
+            if dry_run:
                 err.print(f"dry run: would write {path}")
+            elif patch is not None:
+                err.print(f"not written with --patch: {path} (run without --patch to write it with the change)")
         if pr:
             from mpsgen.kernel_companions import kernel_pr_description
 

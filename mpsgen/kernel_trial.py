@@ -39,13 +39,14 @@ def _element_function(spec: KernelSpec, sig) -> str:
     return text[: text.index("\ntemplate <typename T>\nkernel void")]
 
 
-def driver_source(spec: KernelSpec, sig) -> tuple[str, int, int]:
-    """The C++ program, and the lines of the spec's body in it."""
+def driver_source(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal", "c10::metal")) -> tuple[str, int, int]:
+    """The C++ program, and the lines of the spec's body in it; ``usings``: the namespaces the
+    target .metal file opens (the body must compile under them)."""
     from mpsgen.newkernel import body_text, struct_text
 
     head = (
         '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n'
-        "#define device\n#define constant\n#define thread\nusing namespace metal;\nusing namespace c10::metal;\n\n"
+        "#define device\n#define constant\n#define thread\n" + "".join(f"using namespace {n};\n" for n in usings) + "\n"
         + struct_text(spec, sig, "", "") + "\n\n"
     )
     function = _element_function(spec, sig)
@@ -122,15 +123,15 @@ def _shim() -> str:
     return (resource_dir("templates") / "try" / "metal_shim.h").read_text(encoding="utf-8")
 
 
-def check_kernel_body(spec: KernelSpec, sig) -> list[str]:
-    """The compile gate: the body compiled (syntax only) for every registered dtype; each
-    problem located at the spec's line."""
+def check_kernel_body(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal", "c10::metal")) -> list[str]:
+    """The compile gate: the body compiled (syntax only) for every registered dtype, under the
+    target file's `using namespace` lines; each problem located at the spec's line."""
     from mpsgen.compile_gate import _compile
 
     cxx = compiler()
     if cxx is None:
         return []
-    source, first, last = driver_source(spec, sig)
+    source, first, last = driver_source(spec, sig, usings)
     code, stderr, _cached = _compile(source, _shim(), cxx)
     if code == 0:
         return []
@@ -351,8 +352,9 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
         else:
             if accepts is False:
                 return KernelCase(dtype_name, what, "refused by both")
-            why = "" if accepts is None else ": the host function's checks let it through"
-            return KernelCase(dtype_name, what, f"the CPU op refuses it{why}", str(exc).split("\n")[0])
+            said = str(exc).split("\n")[0]
+            why = "its checks could not be evaluated here" if accepts is None else "the host function's checks let it through"
+            return KernelCase(dtype_name, what, f"the CPU op refuses it ({said}) but {why}")
     if expected is None:  # torch's CPU op has no kernel for the dtype: computed in float32, rounded
         upcast = [a.float() if hasattr(a, "dtype") and a.is_floating_point() else a for a in args]
         try:
@@ -433,10 +435,8 @@ def kernel_table(result: KernelTrial) -> str:
         ok = sum(c.outcome.startswith("ok") for c in cases)
         both = sum(c.outcome == "refused by both" for c in cases)
         failing = [c for c in cases if c in failures]
-        lines.append(
-            f"{result.spec.kernel}_{d}: {ok} of {len(cases)} cases match torch's CPU op, {both} refused by both the CPU op "
-            f"and the host's checks, {len(failing)} failing"
-        )
+        refused = f"; {both} inputs refused, as by the CPU op, by the host's checks" if both else ""
+        lines.append(f"{result.spec.kernel}_{d}: {ok} cases match torch's CPU op{refused}; {len(failing)} failing")
         for c in failing[:5]:
             lines.append(f"  FAIL {c.what}: {c.outcome}{': ' + c.detail if c.detail else ''}")
         if len(failing) > 5:

@@ -173,12 +173,21 @@ def body_problem(body: str) -> str | None:
     from mpsgen.compile_gate import _NOT_METAL
     from mpsgen.tree.source import mask_c_comments_and_strings
 
+    if "\t" in body:
+        line = body[: body.index("\t")].count("\n") + 1
+        return f"line {line} of the body holds a tab; PyTorch's .metal files indent and align with spaces"
     masked = mask_c_comments_and_strings(body)
     if "return" not in masked:
         return "the body must return the output element's value (`return ...;`)"
     for pattern, why in _NOT_METAL:
         if pattern.search(masked):
             return why
+    together = re.search(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|atomic_\w+)\b", masked)
+    if together:
+        return (
+            f"it uses `{together.group(1)}`, but the body runs once per output element with no threadgroup of its own: "
+            "threadgroup memory, barriers, SIMD-group and atomic functions need a kernel written by hand"
+        )
     return None
 
 

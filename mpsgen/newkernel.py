@@ -331,9 +331,13 @@ def kernel_text(spec: KernelSpec, sig: KernelSignature) -> str:
     # in the registration macro clang-format tells a declaration from a product by a known
     # type: `constant long* indices` binds the `*` (and then the params' `&`), `DTYPE * x` not
     declared = any(t != "T" for t in types.values())
+    head = f'  template [[host_name("{spec.kernel}_" #DTYPE)]] kernel void'
+    whole = f"{head} {spec.kernel}<DTYPE>("
+    # (clang-format keeps the declarator on the template's line when it fits, backslash included)
+    template_line = f"{whole} \\" if len(whole) + 2 <= METAL_COLUMN_LIMIT else f"{head} \\\n  {spec.kernel}<DTYPE>( \\"
     text = render(
         "kernel/kernel.metal.j2", spec=spec, inputs=sig.inputs, types=types, body=body_text(spec), macro=register_macro(spec),
-        store=store, params_ref="<>&" if declared else "<> &",
+        store=store, params_ref="<>&" if declared else "<> &", template_line=template_line,
     )
     lines = text.rstrip("\n").split("\n")
     start = next(i for i, ln in enumerate(lines) if ln.startswith("#define "))
@@ -455,6 +459,7 @@ def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
     return render(
         "kernel/host.mm.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs,
         metal_rel=kernel_paths(spec.file)[1], entry=entry, comment=comment, pso=pso,
+        d=next(v for v in ("dim", "axis", "d", "k") if v not in {*sig.inputs, *(s.name for s in sig.scalars)}),
         impl_parameters=wrap_arguments(f"static void {spec.kernel}_kernel(", impl, ") {"),
     ).rstrip("\n")
 
@@ -479,8 +484,19 @@ def _include_common(text: str) -> str:
 
 
 def _append_metal(text: str, header_rel: str, kernel: str) -> str:
+    """The kernel after the file's code, with the includes it needs (its params header, and
+    c10/metal/utils.h for opmath_t); the file's `using namespace` lines are left as they are:
+    the body was compiled under them."""
     new = add_include(text, header_rel[len("aten/src/"):])
+    new = add_include(new, "c10/metal/utils.h")
     return new.rstrip("\n") + "\n\n" + kernel + "\n"
+
+
+def metal_usings(text: str | None) -> tuple[str, ...]:
+    """The namespaces a .metal file opens with `using namespace` (a new file: metal and c10::metal)."""
+    if text is None:
+        return ("metal", "c10::metal")
+    return tuple(n for n in ("metal", "c10::metal") if re.search(rf"^using namespace (?:::)?{re.escape(n)};", text, re.M))
 
 
 _NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
@@ -549,7 +565,8 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) ->
         )
     header_rel, metal_rel, mm_rel = kernel_paths(spec.file)
     changeset = Changeset(tree)
-    problems = check_kernel_body(spec, sig)
+    metal = tree.read_optional(metal_rel)
+    problems = check_kernel_body(spec, sig, metal_usings(metal.text if metal is not None else None))
     if problems:
         changeset.blockers.extend(problems)
     struct = struct_text(spec, sig, header_rel, metal_rel)
@@ -564,7 +581,6 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) ->
         from mpsgen.edits.params_header import add_struct
 
         changeset.add(header, _include_common(add_struct(header.text, struct, spec.params_struct, header_rel)))
-    metal = tree.read_optional(metal_rel)
     if metal is None:
         changeset.create(metal_rel, render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n")
     else:
@@ -654,10 +670,21 @@ def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table
             then + f"; {', '.join(sorted(targets.found))}'s xfails go with it",
         ]
         return
-    unxfailed = edit_test_lists(
-        tree, changeset, targets, tested_ops[0], {f"torch.{n}" for n in _torch_names(spec.dtypes)}, set()
-    )
+    registered = {f"torch.{n}" for n in _torch_names(spec.dtypes)}
+    unxfailed = edit_test_lists(tree, changeset, targets, tested_ops[0], registered, set())
     changeset.next_steps = next_steps(unxfailed, sorted(targets.test_names[k] for k in targets.found))
+    # TestCommon.test_dtypes fails for a dtype that works but is not claimed, or claimed but fails
+    claimed = {d for d in targets.dtypes if d not in ("torch.float64", "torch.complex128")}  # (MPS has no doubles)
+    if claimed and registered != claimed and any(c == "TestCommon" and t in ("", "test_dtypes") for c, t, _n, _d in unxfailed):
+        names = ", ".join(sorted(targets.found))
+        metal = {"torch.float32": "float", "torch.float16": "half", "torch.bfloat16": "bfloat"}
+        shown = lambda ds: ", ".join(sorted(d.replace("torch.", "") for d in ds))  # noqa: E731
+        fix = f"--dtypes {','.join(sorted(metal[d] for d in claimed))}" if claimed <= metal.keys() else "other dtypes"
+        changeset.blockers.append(
+            f"the change un-xfails TestCommon.test_dtypes of {names} on MPS, which fails unless the dtypes the op works "
+            f"in are those its OpInfo claims there ({shown(claimed)}); the kernel registers {shown(registered)}. Give "
+            f"{fix}, or add `dtypesIfMPS=` naming the kernel's dtypes to the OpInfo, then run again (or --force)."
+        )
 
 
 def _not_a_kernel_op(tree: PytorchTree, op: str, table) -> str | None:

@@ -67,11 +67,14 @@ def test_the_pdist_pair_lands_in_two_steps(real_tree: Path, release: str, run):
     assert "struct PdistForwardParams {" in header and "struct PdistBackwardParams {" in header
     assert header.index("#include <c10/metal/common.h>") > header.index("#pragma once")
     for kernel in ("pdist_forward", "pdist_backward"):
-        for dtype in ("float", "half", "bfloat"):
-            assert f"REGISTER_{kernel.upper()}_OP({dtype});" in metal
+        assert f"REGISTER_{kernel.upper()}_OP(float);" in metal and "_OP(half)" not in metal  # (the OpInfo's MPS dtypes)
         assert f'template [[host_name("{kernel}_" #DTYPE)]] kernel void' in metal
         assert f'lib.getPipelineStateForFunc(fmt::format("{kernel}_{{}}", scalarToMetalTypeString(output)))' in mm
+    # joined to the tree's Distance.metal (cdist's): the include opmath_t needs added, its own
+    # `using namespace` lines left as they are (the body was compiled under them)
     assert metal.startswith("#include <ATen/native/mps/kernels/Distance.h>\n")
+    assert "#include <c10/metal/utils.h>\n" in metal and "using namespace c10::metal;" not in metal
+    assert "inline c10::metal::opmath_t<T> pdist_forward_element(" in metal and "kernel void cdist_backward(" in metal
     assert mm.count("static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();") == 1
     assert "#include <ATen/native/mps/Distance_metallib.h>" in mm
     for include in ("_pdist_backward_native", "_pdist_forward_native", "empty", "empty_like"):
@@ -122,7 +125,8 @@ def test_a_dry_run_and_a_patch_write_nothing(real_tree: Path, run, tmp_path: Pat
     before = snapshot(real_tree)
     res = run("new-kernel", "_pdist_forward", "--root", real_tree, "--dry-run")
     assert res.exit_code == 0, res.output
-    assert "+++ b/aten/src/ATen/native/mps/kernels/Distance.metal" in res.output and "new file mode 100644" in res.output
+    assert "+++ b/aten/src/ATen/native/mps/kernels/Distance.metal" in res.output
+    assert "new file mode 100644" not in res.output  # (the tree's Distance files, cdist's, are joined)
     patch = tmp_path / "pdist.patch"
     assert run("new-kernel", "_pdist_forward", "--root", real_tree, "--patch", patch).exit_code == 0
     assert snapshot(real_tree) == before
@@ -186,8 +190,8 @@ def test_a_body_that_does_not_compile_is_refused_at_its_spec_line(real_tree: Pat
     [
         (("file: Distance", "file: distance/x"), "'file' is a file stem like Distance"),
         (("body: |", "bogus: 1\nbody: |"), "unknown key 'bogus'"),
-        (("dtypes: [float, half, bfloat]", "dtypes: [float, double]"), "unknown kernel dtype 'double'"),
-        (("  return pow(agg, 1.0f / p);", "  double d = 0;"), "Metal has no double"),
+        (("dtypes: [float]", "dtypes: [float, double]"), "unknown kernel dtype 'double'"),
+        (("  return ::metal::pow(agg, 1.0f / p);", "  double d = 0;"), "Metal has no double"),
         (("  sizes: \"{self.size(0) * (self.size(0) - 1) / 2}\"", "  sizes: \"{self.size(0); exit(1)}\""), "output.sizes must be one C++ expression"),
         (("require: \"p >= 0\"", "require: \"p >= 0); system(x\""), "check must be one C++ expression"),
         (("require: \"p >= 0\"", "require: \"p >= 0) || (p\""), "check has an unbalanced bracket"),
@@ -287,3 +291,25 @@ def test_the_backward_first_keeps_the_xfails_its_forward_still_needs(real_tree: 
     res = run("new-kernel", "_pdist_forward", "--root", real_tree)
     assert res.exit_code == 0, res.output
     assert '"nn.functional.pdist"' not in read(real_tree, COMMON_MPS)
+
+
+def test_dtypes_the_opinfo_does_not_claim_block_the_un_xfail_of_test_dtypes(real_tree: Path, run):
+    assert run("new-kernel", "_pdist_forward", "--root", real_tree).exit_code == 0
+    before = snapshot(real_tree)
+    res = run("new-kernel", "_pdist_backward", "--root", real_tree, "--dtypes", "float,half")
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert "un-xfails TestCommon.test_dtypes of nn.functional.pdist on MPS" in said and "Give --dtypes float" in said
+    assert snapshot(real_tree) == before
+
+
+def test_a_body_is_compiled_under_the_using_lines_of_the_file_it_joins(real_tree: Path, run, tmp_path: Path):
+    """The tree's Distance.metal opens `metal` only: a body naming c10::metal's opmath_t
+    unqualified would not compile there, and is refused before anything is written."""
+    assert "using namespace c10::metal;" not in read(real_tree, f"{KERNELS}/Distance.metal")
+    spec = write_spec(tmp_path, SHIPPED.replace("  float agg = 0.0f;", "  opmath_t<T> agg = 0.0f;"))
+    before = snapshot(real_tree)
+    res = run("new-kernel", "_pdist_forward", "--spec", spec, "--root", real_tree)
+    assert res.exit_code == 1, res.output
+    assert "the kernel body does not compile against mpsgen's Metal model" in " ".join(res.output.split())
+    assert snapshot(real_tree) == before

@@ -78,6 +78,19 @@ def read_change(root: str, ref: str) -> Change:
     if status:
         diff = _git(root, "diff", *common, "-U0", "--src-prefix=a/", "--dst-prefix=b/", base, "--")
         hunks = parse_hunks(diff.decode("utf-8", "surrogateescape"))
+    # files the change adds that git does not track yet (new-kernel's new .metal/.mm/.h):
+    # every line of them is the change's
+    from mpsgen.check import RELEVANT
+
+    others = _git(root, "ls-files", "--others", "--exclude-standard", "-z").decode("utf-8", "surrogateescape").split("\0")
+    for rel in (p for p in others if p and RELEVANT.search(p) and p not in status):
+        try:
+            with open(os.path.join(root, rel), "rb") as f:
+                count = f.read().count(b"\n") + 1
+        except OSError:
+            continue
+        status[rel] = "A"
+        hunks[rel] = [(1, count)]
     return Change(ref, base, status, hunks)
 
 

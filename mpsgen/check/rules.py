@@ -1001,6 +1001,8 @@ def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
     requests, names = _pipeline_sides(f)
     for path, found in requests.items():
         for r in found or ():
+            if r.parts == (None,):  # a name not read: nothing to say about it
+                continue
             if not any(may_match(r.parts, n.parts) for n in names):
                 yield Finding(
                     path, r.line, 0, "MPS017", ERROR,
@@ -1030,7 +1032,8 @@ def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
     """
 A `[[host_name("...")]]` that no host code asks for is a kernel nobody runs: usually the other
 half of a typo between the host's pipeline name and the registration (MPS017 reports the
-host's side), or a kernel left behind when its host code changed.
+host's side), a kernel left behind when its host code changed, or a registration for a dtype
+the host's dtype check refuses (`pdist_forward_int` when the host accepts float, half, bfloat).
 
 Checked only for a kernels/X.metal whose operations/X.mm asks for pipelines by names mpsgen
 reads; a name counts as asked for when any host file's request could produce it, or any
@@ -1050,7 +1053,21 @@ def unrequested_kernel(f: Facts) -> Iterator[Finding]:
         if host is None or not requests.get(host):
             continue
         for n in names:
-            if n.path != m.path or any(may_match(r.parts, n.parts) for r in all_requests):
+            if n.path != m.path:
+                continue
+            matching = [r for r in all_requests if may_match(r.parts, n.parts)]
+            if matching:
+                # asked for only through a dtype field whose dtype check refuses this one
+                if None not in n.parts and all(r.dtype_hole >= 0 and r.dtypes for r in matching) and not any(
+                    may_match(r.with_dtype(d), n.parts) for r in matching for d in r.dtypes
+                ):
+                    r = matching[0]
+                    yield Finding(
+                        m.path, n.line, 0, "MPS018", WARNING,
+                        f"registers `{n.shown}`, but the host asking for `{r.shown}` ({r.path.rpartition('/')[2]}:{r.line}) "
+                        f"accepts only {', '.join(r.dtypes)}: nothing runs it",
+                        symbols=(n.shown,),
+                    )
                 continue
             if literals is None:
                 literals = {s for h in f.index.host_files for s in string_literals(h.text)}

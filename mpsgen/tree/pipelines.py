@@ -21,10 +21,11 @@ from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 HOLE = r"\w+"
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_REQUEST = re.compile(r"\bgetPipelineStateForFunc\s*\(")
+_REQUEST = re.compile(r"\b(?:getPipelineStateForFunc|getKernelFunction)\s*\(")
 _HOST_NAME = re.compile(r"\[\[\s*host_name\s*\(")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
-_INLINE_SOURCE = re.compile(r"\bMetalShaderLibrary\s+\w+\s*\(\s*R\"")
+# a library of its own source (`MetalShaderLibrary lib(R"...")`, or of a named string): not kernels/*.metal's
+_INLINE_SOURCE = re.compile(r"\bMetalShaderLibrary\s+\w+\s*[({]\s*(?:R\"|\w)")
 _DTYPE_KEYS = {
     "kFloat": "float", "kHalf": "half", "kBFloat16": "bfloat", "kInt": "int", "kLong": "long", "kShort": "short",
     "kChar": "char", "kByte": "uchar", "kBool": "bool", "kComplexFloat": "float2", "kComplexHalf": "half2",
@@ -162,10 +163,12 @@ def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | Non
     expr = expr.strip()
     if re.fullmatch(r"\w+", expr):  # a variable: its last assignment before the call
         found = None
-        for m in re.finditer(rf"\b{expr}\s*=\s*([^;]+);", text[:before]):
+        for m in re.finditer(rf"\b{expr}\s*(?<![=!<>])=(?!=)\s*([^;]+);", text[:before]):
             found = m
         if found is None:
             return None
+        if re.search(rf"\b{expr}\s*\+=", text[found.end() : before]):
+            return None  # built up after its assignment (`name += ...`): not read
         expr = found.group(1)
     return _format(expr) or _concatenation(expr)
 
@@ -187,6 +190,9 @@ def pipeline_requests(path: str, text: str) -> tuple[PipelineRequest, ...] | Non
             continue  # (name, {params}) of a templated library: not a kernels/*.metal name
         read = _name_expression(args[0], text, m.start())
         if read is None or all(p is None for p in read[0]):
+            # a name mpsgen cannot read (a parameter, built up by `+=`): it may be any name, so no
+            # registration is called unrequested while it stands (MPS017 skips it)
+            out.append(PipelineRequest(path, text.count("\n", 0, m.start()) + 1, (None,)))
             continue
         parts, dtype_hole = read
         line = text.count("\n", 0, m.start()) + 1
@@ -269,8 +275,9 @@ def _macro_params(defines, at: int) -> set[str]:
 def string_literals(text: str) -> set[str]:
     """The word-like string literals of a host file (a kernel name or its prefix), but for the
     names it gives the profiler."""
-    return {
-        m.group(1) for m in _STRING.finditer(text)
-        if len(m.group(1)) >= 3 and re.fullmatch(r"\w+", m.group(1))
-        and "beginProfileKernel" not in text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-    }
+    out = set()
+    for m in _STRING.finditer(text):
+        value = m.group(1).split("{", 1)[0]  # a format string's literal head: "baz_{}" -> "baz_"
+        if len(value) >= 3 and re.fullmatch(r"\w+", value) and "beginProfileKernel" not in text[text.rfind("\n", 0, m.start()) + 1 : m.start()]:
+            out.add(value)
+    return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mpsgen.check import run_check
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.pipelines import host_names, may_match, pipeline_requests
@@ -88,7 +90,7 @@ def test_matching_is_permissive_where_both_sides_are_computed():
 
 
 def new_kernel_pair(real_tree: Path, run) -> tuple[Path, Path]:
-    assert run("new-kernel", "_pdist_forward", "--root", real_tree).exit_code == 0
+    assert run("new-kernel", "_pdist_forward", "--root", real_tree, "--dtypes", "float,half,bfloat").exit_code == 0
     return (real_tree / "aten/src/ATen/native/mps/operations/Distance.mm",
             real_tree / "aten/src/ATen/native/mps/kernels/Distance.metal")
 
@@ -129,3 +131,32 @@ def test_a_dtype_the_host_accepts_but_the_shader_lacks_is_found(real_tree: Path,
     assert findings(real_tree) == [
         ("MPS017", "Distance.mm", "accepts half (its dtype check) but no kernels/*.metal registers `pdist_forward_half`")
     ]
+
+
+def test_a_registration_for_a_dtype_the_host_refuses_is_found(real_tree: Path, run):
+    _mm, metal = new_kernel_pair(real_tree, run)
+    metal.write_text(metal.read_text().replace("REGISTER_PDIST_FORWARD_OP(half);\n", "REGISTER_PDIST_FORWARD_OP(half);\nREGISTER_PDIST_FORWARD_OP(int);\n"))
+    got = findings(real_tree)
+    assert len(got) == 1 and got[0][:2] == ("MPS018", "Distance.metal")
+    assert got[0][2].startswith("registers `pdist_forward_int`, but the host asking for `pdist_forward_{}` (Distance.mm:")
+    assert got[0][2].endswith("accepts only float, half, bfloat: nothing runs it")
+
+
+@pytest.mark.parametrize(
+    "host,expected",
+    [
+        # built up after its assignment: not read (a wildcard, so no registration is called unrequested)
+        ('std::string k = "foo_";\nk += scalarToMetalTypeString(t);\nauto p = lib.getPipelineStateForFunc(k);\n', ["{}"]),
+        # an equality test is no assignment: the name read is the one assigned
+        ('const auto k = fmt::format("pdist_fwd_{}", scalarToMetalTypeString(t));\nTORCH_CHECK(!(k == ""));\n'
+         "auto p = lib.getPipelineStateForFunc(k);\n", ["pdist_fwd_{}"]),
+        ('auto f = lib.getKernelFunction(fmt::format("bar_{}", scalarToMetalTypeString(t)));\n', ["bar_{}"]),
+    ],
+)
+def test_request_forms_that_are_easy_to_misread(host, expected):
+    assert parts(pipeline_requests("operations/Y.mm", host)) == expected
+
+
+def test_a_library_of_a_named_source_string_is_left_out():
+    text = 'static const char* SRC = R"(kernel void qux() {})";\nstatic MetalShaderLibrary lib(SRC);\nlib.getPipelineStateForFunc("qux_float");\n'
+    assert pipeline_requests("operations/Q.mm", text) is None
