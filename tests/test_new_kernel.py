@@ -313,3 +313,22 @@ def test_a_body_is_compiled_under_the_using_lines_of_the_file_it_joins(real_tree
     assert res.exit_code == 1, res.output
     assert "the kernel body does not compile against mpsgen's Metal model" in " ".join(res.output.split())
     assert snapshot(real_tree) == before
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_patch_never_replaces_a_link_or_a_special_file(real_tree: Path, run, tmp_path: Path, kind):
+    import os
+
+    target = tmp_path / "out.patch"
+    kept = tmp_path / "kept.patch"
+    kept.write_text("mine\n")
+    if kind == "symlink":
+        target.symlink_to(kept)
+    else:
+        os.mkfifo(target)
+    before = snapshot(real_tree)
+    res = run("new-kernel", "_pdist_forward", "--root", real_tree, "--patch", target, "--force")
+    assert res.exit_code == 2, res.output
+    assert "mpsgen writes a patch as a new regular file and will not replace it" in " ".join(res.output.split())
+    assert (target.is_symlink() if kind == "symlink" else not target.is_file()) and kept.read_text() == "mine\n"
+    assert snapshot(real_tree) == before

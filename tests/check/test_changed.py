@@ -132,6 +132,15 @@ def test_a_file_the_change_adds_is_read_as_new(run, repo):
     assert "MPS005" in {c for c, _p, _l in found(res)}, res.output
 
 
+def test_a_file_the_change_adds_is_read_even_before_git_add(run, repo):
+    """new-kernel writes new .mm/.metal files: untracked (not ignored) ones are the change's too."""
+    (repo / "aten/src/ATen/native/mps/operations/Extra.mm").write_text(
+        "namespace at::native {\nstatic void hypot2(TensorIteratorBase& iter) {}\nREGISTER_DISPATCH(hypot_stub, &hypot2);\n}\n"
+    )
+    res = run("check", "--changed", "--format", "json", "--root", repo)
+    assert ("MPS005", "aten/src/ATen/native/mps/operations/Extra.mm") in {(c, p) for c, p, _l in found(res)}, res.output
+
+
 def test_lintrunner_offers_fixes_only_for_touched_files(run, repo):
     """sign moved to the shared line (not committed): its MPSGraph impl in UnaryOps.mm is dead
     (MPS007, naming the touched yaml row). The finding is shown; its fix, in a file the change
