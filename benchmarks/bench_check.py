@@ -190,7 +190,8 @@ def _realistic(count: int, kb: float, suffix: str, prefix: str, copies: tuple[in
     kernels = _yaml_mps_kernels()
     turn = iter(range(10**9))
     templates = {p.name: p.read_text() for p in sorted((PRACTICE_TREE / (OPERATIONS_DIR if suffix == ".mm" else KERNELS_DIR)).glob("*" + suffix))}
-    graph = [t for n, t in templates.items() if "Kernel" not in n]
+    # the MPSGraph sources (not the elementwise kernel files, nor a custom kernel's host code)
+    graph = [t for n, t in templates.items() if "Kernel" not in n and "getPipelineStateForFunc" not in t]
     files = {}
     for unit in range(factor):
         for j in range(count):

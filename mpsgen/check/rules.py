@@ -961,15 +961,67 @@ def interrupted_change(f: Facts) -> Iterator[Finding]:
 
 
 # -- MPS017, MPS018: custom kernels' pipeline names --------------------------------------
-def _pipeline_sides(f: Facts):
-    """(requests per host file, None for a file with inline shaders) and the host names of
-    every .metal file: the bundled library holds them all, so a host may use any file's."""
-    from mpsgen.tree.pipelines import host_names, pipeline_requests
+class _Pipelines:
+    """Both sides of every custom kernel, read once per run: the requests of each host file
+    (None for a file with inline shaders) and the registration sites of every .metal file (the
+    bundled library holds them all, so a host may use any file's), looked up by literal head
+    and expanded into names only where a request could name them: linear in the tree."""
 
+    def __init__(self, index: Index):
+        from mpsgen.tree.pipelines import host_name_sites, pipeline_requests
+
+        self.requests = {h.path: pipeline_requests(h.path, h.text) for h in index.host_files if h.path.endswith(".mm")}
+        # (a tree whose host code asks for no pipeline by name has nothing to match: no site is read)
+        asked = any(found for found in self.requests.values())
+        self.sites_by_path = {m.path: host_name_sites(m.path, m.text) for m in index.metal_files} if asked else {}
+        self._by_head: dict[str, list] = {}
+        for sites in self.sites_by_path.values():
+            for site in sites:
+                self._by_head.setdefault(site.head, []).append(site)
+        self._heads = sorted(self._by_head)
+        # requests by their literal head ("" when they start with a hole or are not read)
+        self._heads_of_requests: dict[str, list] = {}
+        for found in self.requests.values():
+            for r in found or ():
+                self._heads_of_requests.setdefault(r.parts[0] or "", []).append(r)
+
+    def registered(self, parts) -> bool:
+        """Whether some .metal registers a name ``parts`` (a request) may be."""
+        from bisect import bisect_left
+
+        from mpsgen.tree.pipelines import may_match
+
+        head = parts[0] or ""
+        candidates = [s for k in range(len(head)) for s in self._by_head.get(head[:k], ())]  # heads it begins with
+        for k in range(bisect_left(self._heads, head), len(self._heads)):  # heads that begin with it
+            if not self._heads[k].startswith(head):
+                break
+            candidates += self._by_head[self._heads[k]]
+        return any(may_match(parts, n.parts) for site in candidates for n in site.names())
+
+    def names_in(self, path: str) -> list:
+        return [n for site in self.sites_by_path.get(path, ()) for n in site.names()]
+
+    def requests_of(self, name, own_host: str | None) -> list:
+        """The requests that may ask for ``name``: those whose literal head begins it; one
+        starting with a hole, or not read, counts only in ``name``'s own host file."""
+        from mpsgen.tree.pipelines import may_match
+
+        text = "".join(p or "" for p in name.parts) if name.parts[0] is not None else ""
+        candidates = []
+        for length in range(len(text) + 1):
+            candidates += self._heads_of_requests.get(text[:length], [])
+        if name.parts[0] is None:  # a pattern starting with a hole: any request may be it
+            candidates = [r for rs in self._heads_of_requests.values() for r in rs]
+        return [
+            r for r in candidates
+            if may_match(r.parts, name.parts) and (r.parts[0] is not None or r.path == own_host)
+        ]
+
+
+def _pipeline_sides(f: Facts) -> _Pipelines:
     if "pipelines" not in f.index._memo:
-        requests = {h.path: pipeline_requests(h.path, h.text) for h in f.index.host_files if h.path.endswith(".mm")}
-        names = [n for m in f.index.metal_files for n in host_names(m.path, m.text)]
-        f.index._memo["pipelines"] = (requests, names)
+        f.index._memo["pipelines"] = _Pipelines(f.index)
     return f.index._memo["pipelines"]
 
 
@@ -996,14 +1048,12 @@ Fix: make the host's name and the registration agree, or register the kernel for
 """,
 )
 def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
-    from mpsgen.tree.pipelines import may_match
-
-    requests, names = _pipeline_sides(f)
-    for path, found in requests.items():
+    sides = _pipeline_sides(f)
+    for path, found in sides.requests.items():
         for r in found or ():
             if r.parts == (None,):  # a name not read: nothing to say about it
                 continue
-            if not any(may_match(r.parts, n.parts) for n in names):
+            if not sides.registered(r.parts):
                 yield Finding(
                     path, r.line, 0, "MPS017", ERROR,
                     f"asks the shader library for `{r.shown}`, which no kernels/*.metal registers with "
@@ -1015,7 +1065,7 @@ def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
                 continue
             for dtype in r.dtypes:
                 parts = r.with_dtype(dtype)
-                if not any(may_match(parts, n.parts) for n in names):
+                if not sides.registered(parts):
                     shown = "".join(p if p is not None else "{}" for p in parts)
                     yield Finding(
                         path, r.line, 0, "MPS017", ERROR,
@@ -1045,17 +1095,14 @@ Fix: correct the name on the side that is wrong, or remove the unused kernel.
 def unrequested_kernel(f: Facts) -> Iterator[Finding]:
     from mpsgen.tree.pipelines import may_match, string_literals
 
-    requests, names = _pipeline_sides(f)
-    all_requests = [r for found in requests.values() for r in found or ()]
+    sides = _pipeline_sides(f)
     literals: set[str] | None = None
     for m in f.index.metal_files:
         host = f.index.paired(m.path)
-        if host is None or not requests.get(host):
+        if host is None or not sides.requests.get(host):
             continue
-        for n in names:
-            if n.path != m.path:
-                continue
-            matching = [r for r in all_requests if may_match(r.parts, n.parts)]
+        for n in sides.names_in(m.path):
+            matching = sides.requests_of(n, host)
             if matching:
                 # asked for only through a dtype field whose dtype check refuses this one
                 if None not in n.parts and all(r.dtype_hole >= 0 and r.dtypes for r in matching) and not any(
@@ -1072,7 +1119,7 @@ def unrequested_kernel(f: Facts) -> Iterator[Finding]:
             if literals is None:
                 literals = {s for h in f.index.host_files for s in string_literals(h.text)}
             head = n.parts[0] or ""
-            if any(head.startswith(s) for s in literals):
+            if not head or any(head[:k] in literals for k in range(3, len(head) + 1)):
                 continue
             yield Finding(
                 m.path, n.line, 0, "MPS018", WARNING,

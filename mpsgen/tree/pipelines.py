@@ -14,10 +14,11 @@ plain literal. What cannot be read is not guessed: such a request is left out (`
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 from typing import NamedTuple
 
-from mpsgen.tree.source import mask_c_comments_and_strings, match_close
+from mpsgen.tree.source import match_close
 
 HOLE = r"\w+"
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -68,6 +69,7 @@ class HostName(NamedTuple):
         return "".join(p if p is not None else "*" for p in self.parts)
 
 
+@lru_cache(maxsize=4096)
 def _regex(parts: tuple[str | None, ...]) -> re.Pattern:
     return re.compile("".join(re.escape(p) if p is not None else HOLE for p in parts))
 
@@ -102,6 +104,9 @@ def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
     holes = 0
     for term in _split_top(expr, "+"):
         term = term.strip()
+        wrapped = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", term, re.S)
+        if wrapped is not None and _STRING.fullmatch(wrapped.group(1).strip()):
+            term = wrapped.group(1).strip()  # std::string("x_"): the literal
         m = _STRING.fullmatch(term)
         if m is not None:
             parts.append(m.group(1))
@@ -173,13 +178,24 @@ def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | Non
     return _format(expr) or _concatenation(expr)
 
 
-@lru_cache(maxsize=64)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _blank_comments(text: str) -> str:
+    """``text`` with its comments blanked (offsets and newlines kept): one regex pass, where
+    the full C masking of strings too would cost a Python-level scan of every file."""
+    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+@lru_cache(maxsize=1024)
 def pipeline_requests(path: str, text: str) -> tuple[PipelineRequest, ...] | None:
     """The names ``text`` (an .mm file) asks for; None for a file with its shaders inline (old
     style: the names are its own business)."""
+    if "getPipelineStateForFunc" not in text and "getKernelFunction" not in text:
+        return ()
     if _INLINE_SOURCE.search(text):
         return None
-    masked = mask_c_comments_and_strings(text)
+    masked = _blank_comments(text)
     out = []
     for m in _REQUEST.finditer(masked):
         close = match_close(masked, m.end() - 1)
@@ -212,64 +228,158 @@ def _accepted_dtypes(text: str, at: int) -> tuple[str, ...]:
     return tuple(_DTYPE_KEYS[k] for k in re.findall(r"==\s*(k\w+)", m.group(1)) if k in _DTYPE_KEYS)
 
 
-def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...] | None:
-    """``"x_" #DTYPE`` -> ("x_", hole) or with DTYPE bound ("x_float",)."""
-    parts: list[str | None] = []
+@lru_cache(maxsize=4096)
+def _host_name_tokens(expr: str) -> tuple[tuple[str, str], ...] | None:
+    """``"x_" #DTYPE`` -> (("lit", "x_"), ("str", "DTYPE")): string literals, stringized
+    parameters, and parameters pasted in as string literals (INAME); None if anything else."""
+    out = []
     for tok in re.finditer(r'"((?:[^"\\]|\\.)*)"|#\s*(\w+)|(\w+)|(\S)', expr):
         if tok.group(1) is not None:
-            parts.append(tok.group(1))
+            out.append(("lit", tok.group(1)))
         elif tok.group(2) is not None:
-            parts.append(params.get(tok.group(2)))
-        elif tok.group(3) is not None:  # a macro parameter pasted as a string literal (INAME)
-            value = params.get(tok.group(3))
-            parts.append(value.strip('"') if value is not None and value.startswith('"') else None)
+            out.append(("str", tok.group(2)))
+        elif tok.group(3) is not None:
+            out.append(("paste", tok.group(3)))
         else:
             return None
-    return _merge(parts) if parts else None
+    return tuple(out) or None
 
 
-@lru_cache(maxsize=64)
-def host_names(path: str, text: str) -> tuple[HostName, ...]:
-    """The names a .metal file registers: each ``host_name`` outside a macro as written; inside
-    a macro, once per instantiation the file makes with literal arguments, else with holes."""
-    masked = mask_c_comments_and_strings(text)
+def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...] | None:
+    """``"x_" #DTYPE`` -> ("x_", hole) or with DTYPE bound ("x_float",)."""
+    tokens = _host_name_tokens(expr)
+    if tokens is None:
+        return None
+    parts: list[str | None] = []
+    for kind, value in tokens:
+        if kind == "lit":
+            parts.append(value)
+        elif kind == "str":
+            parts.append(params.get(value))
+        else:
+            bound = params.get(value)
+            parts.append(bound.strip('"') if bound is not None and bound.startswith('"') else None)
+    return _merge(parts)
+
+
+_ARGS = re.compile(r"\s*\(([^()\n]*)\)")  # a macro call's arguments, after its name
+_PLAIN_KERNEL = re.compile(r"^[ \t]*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+(\w+)\s*\(", re.M)
+
+
+class HostNameSite(NamedTuple):
+    """One ``[[host_name(...)]]`` (or plain kernel) of a .metal file and the argument sets its
+    macro is instantiated with there: its names, expanded only when a look-up needs them
+    (most sites of a tree register elementwise kernels no pipeline request can name)."""
+
+    path: str
+    line: int
+    expr: str  # the host_name's argument text ("" for a plain kernel, whose name is `plain`)
+    params: tuple[str, ...] | None  # its macro's parameters (None: not in a macro)
+    # the argument text of each direct call of its macro in the file, and whether other macros
+    # call it too (then it also registers a pattern with holes)
+    calls: tuple[str, ...] = ()
+    nested: bool = False
+    plain: str = ""
+
+    @property
+    def head(self) -> str:
+        """The literal text every name of the site begins with."""
+        if self.plain:
+            return self.plain
+        tokens = _host_name_tokens(self.expr) or ()
+        out = ""
+        for kind, value in tokens:
+            if kind != "lit":
+                break
+            out += value
+        return out
+
+    def names(self) -> list[HostName]:
+        return _expand(self)
+
+
+@lru_cache(maxsize=8192)
+def _expand(site: HostNameSite) -> list[HostName]:
+    if site.plain:
+        return [HostName(site.path, site.line, (site.plain,))]
+    out = []
+    if site.params is None:
+        bindings: list[dict[str, str]] = [{}]
+    else:
+        bindings = []
+        for argtext in site.calls:
+            args = [a.strip() for a in argtext.split(",")]
+            if len(args) == len(site.params):
+                bindings.append(dict(zip(site.params, args)))
+    for binding in bindings:
+        parts = _host_name_parts(site.expr, binding)
+        if parts is not None:
+            out.append(HostName(site.path, site.line, parts))
+    if site.params is not None and (site.nested or not site.calls) and (parts := _host_name_parts(site.expr, {})) is not None:
+        out.append(HostName(site.path, site.line, parts))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
+    """The registration sites of a .metal file: each ``host_name`` outside a macro; inside a
+    macro, with the argument sets the file instantiates it with directly, and as a pattern
+    with holes when other macros instantiate it too (or nothing does); and each plain (not
+    templated) ``kernel void NAME(``, which the library finds by its own name."""
+    if "kernel" not in text:
+        return ()
+    masked = _blank_comments(text)
+    out: list[HostNameSite] = []
+    for m in _PLAIN_KERNEL.finditer(masked):
+        before = masked[max(0, m.start() - 200) : m.start()].rstrip()
+        if not before.endswith(">") and "#define" not in masked[masked.rfind("\n", 0, m.start()) + 1 : m.start()]:
+            out.append(HostNameSite(path, masked.count("\n", 0, m.start()) + 1, "", None, plain=m.group(1)))
+    if "host_name" not in masked:
+        return tuple(out)
     defines = [(m.start(), m.end(), m.group(1), [p.strip() for p in m.group(2).split(",")]) for m in _DEFINE.finditer(masked)]
-    out: list[HostName] = []
-    for m in _HOST_NAME.finditer(masked):
+    starts = [d[0] for d in defines]
+
+    def enclosing(at: int):
+        k = bisect_right(starts, at) - 1
+        return defines[k] if k >= 0 and defines[k][0] <= at < defines[k][1] else None
+
+    found = list(_HOST_NAME.finditer(masked))
+    # the direct calls of the macros that hold a host_name (few a file), read once a macro
+    wanted = tuple(sorted({d[2] for m in found if (d := enclosing(m.start())) is not None}))
+    direct: dict[str, list[str]] = {}
+    nested: set[str] = set()
+    spans = {d[2]: (d[0], d[1]) for d in defines}
+    for macro in wanted:  # (a string search a macro: no regex compiled for each file's names)
+        start, end = spans[macro]
+        at = masked.find(macro)
+        while at >= 0:
+            call = _ARGS.match(masked, at + len(macro))
+            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_"))
+            if call is not None and word and not start <= at < end:  # (not the #define line itself)
+                if enclosing(at) is not None:
+                    nested.add(macro)  # instantiated by another macro: its arguments are that one's
+                else:
+                    direct.setdefault(macro, []).append(call.group(1))
+            at = masked.find(macro, at + len(macro))
+    frozen = {macro: tuple(args) for macro, args in direct.items()}
+    for m in found:
         close = match_close(masked, m.end() - 1)
         if close < 0:
             continue
         expr = text[m.end() : close].replace("\\\n", " ")
         line = text.count("\n", 0, m.start()) + 1
-        inside = next((d for d in defines if d[0] <= m.start() < d[1]), None)
+        inside = enclosing(m.start())
         if inside is None:
-            parts = _host_name_parts(expr, {})
-            if parts is not None:
-                out.append(HostName(path, line, parts))
+            out.append(HostNameSite(path, line, expr, None))
             continue
-        _s, end, macro, params = inside
-        calls = [c for c in re.finditer(rf"^[ \t]*{macro}\s*\(([^()\n]*)\)\s*;?", masked[end:], re.M)]
-        bound = False
-        for c in calls:
-            args = [a.strip() for a in c.group(1).split(",")]
-            if len(args) != len(params) or any(a in _macro_params(defines, end + c.start()) for a in args):
-                continue
-            parts = _host_name_parts(expr, dict(zip(params, args)))
-            if parts is not None:
-                out.append(HostName(path, line, parts))
-                bound = True
-        if not bound:  # instantiated through other macros: a pattern with holes
-            parts = _host_name_parts(expr, {})
-            if parts is not None:
-                out.append(HostName(path, line, parts))
+        macro = inside[2]
+        out.append(HostNameSite(path, line, expr, tuple(inside[3]), frozen.get(macro, ()), macro in nested))
     return tuple(out)
 
 
-def _macro_params(defines, at: int) -> set[str]:
-    for start, end, _name, params in defines:
-        if start <= at < end:
-            return set(params)
-    return set()
+def host_names(path: str, text: str) -> tuple[HostName, ...]:
+    """Every name a .metal file registers (its sites expanded)."""
+    return tuple(n for site in host_name_sites(path, text) for n in site.names())
 
 
 def string_literals(text: str) -> set[str]:
