@@ -160,3 +160,22 @@ def test_request_forms_that_are_easy_to_misread(host, expected):
 def test_a_library_of_a_named_source_string_is_left_out():
     text = 'static const char* SRC = R"(kernel void qux() {})";\nstatic MetalShaderLibrary lib(SRC);\nlib.getPipelineStateForFunc("qux_float");\n'
     assert pipeline_requests("operations/Q.mm", text) is None
+
+
+def test_a_plain_kernel_registers_its_own_name_and_a_template_does_not():
+    text = "kernel void eig_step(device float* a [[buffer(0)]]) {}\ntemplate <typename T>\nkernel void scaled(device T* a) {}\n"
+    assert sorted(n.shown for n in host_names("kernels/E.metal", text)) == ["eig_step"]
+
+
+def test_a_macro_called_directly_and_by_another_macro_keeps_its_pattern():
+    text = (
+        '#define REG(T) template [[host_name("index_select_" #T)]] kernel void index_select<T>(device T*)\n'
+        "#define REG_ALL(T) REG(T)\n"
+        "REG(float);\nREG_ALL(half);\n"
+    )
+    assert sorted(n.shown for n in host_names("kernels/I.metal", text)) == ["index_select_*", "index_select_float"]
+
+
+def test_a_string_constructed_from_a_literal_is_read():
+    host = 'auto k = std::string("gather_") + scalarToMetalTypeString(t);\nauto p = lib.getPipelineStateForFunc(k);\n'
+    assert parts(pipeline_requests("operations/G.mm", host)) == ["gather_{}"]
