@@ -498,6 +498,9 @@ def new_kernel(
         refuse_interrupted(tree.root)
         with busy(f"planning {op}: reading the tree, compiling the kernel body against mpsgen's Metal model..."):
             changeset = plan_new_kernel(tree, spec)
+        from mpsgen.newkernel import kernel_target
+
+        host_function = kernel_target(tree, spec).host_function  # (read before the change is applied)
         companions = []
         if with_test:
             from mpsgen.kernel_companions import kernel_shader_test
@@ -518,9 +521,7 @@ def new_kernel(
             from mpsgen.kernel_companions import kernel_pr_description
 
             with applied(changeset, "printing the PR description") if not (dry_run or patch is not None) else contextlib.nullcontext():
-                from mpsgen.newkernel import kernel_target
-
-                write_out("\n" + kernel_pr_description(spec, changeset, kernel_target(tree, spec).host_function))
+                write_out("\n" + kernel_pr_description(spec, changeset, host_function))
     except MpsgenError as exc:
         fail(exc)
 

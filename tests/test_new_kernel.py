@@ -332,3 +332,15 @@ def test_a_patch_never_replaces_a_link_or_a_special_file(real_tree: Path, run, t
     assert "mpsgen writes a patch as a new regular file and will not replace it" in " ".join(res.output.split())
     assert (target.is_symlink() if kind == "symlink" else not target.is_file()) and kept.read_text() == "mine\n"
     assert snapshot(real_tree) == before
+
+
+def test_the_pr_description_is_printed_after_the_change_is_applied(real_tree: Path, run, tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run("new-kernel", "adaptive_max_pool3d_backward", "--root", real_tree, "--with-test", "--pr-description")
+    assert res.exit_code == 0, res.output
+    assert "error:" not in res.output
+    assert "`MPS: adaptive_max_pool3d_backward_out_mps` on `adaptive_max_pool3d_backward`" in res.output
+    test = tmp_path / "test_adaptive_max_pool3d_backward_shader.py"
+    assert "DERIVED = {'indices': ['adaptive_max_pool3d', ['self', [2, 2, 2]], 1]}" in test.read_text()
+    proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "skipped" in proc.stdout, proc.stdout + proc.stderr
