@@ -262,7 +262,7 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
 
     path = resource_dir("specs") / "kernels" / f"{report.op}.yaml"
     if not path.is_file():
-        return None
+        return _custom_kernel_step(tree, report)
     from mpsgen.kernelspec import load_kernel_spec
     from mpsgen.newkernel import helper_problems, kernel_paths, kernel_target
 
@@ -283,6 +283,28 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
         return f"none (mpsgen cannot add {report.op} here): this tree's MPS headers lack {', '.join(missing)}", None
     command = f"mpsgen new-kernel {report.op}"
     return f"ready: `{command} --dry-run` shows the change (a custom kernel, whose body `try` runs here: mpsgen try {report.op})", command
+
+
+def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:
+    """An op whose every MPS row runs a function of a host file that asks the shader library
+    for pipelines by name runs on its own Metal kernel (new-kernel's, or written by hand): no
+    migration to suggest."""
+    if report.status != "mps-kernel":
+        return None
+    places = []
+    for r in report.rows:
+        if r.status != "mps-kernel":
+            continue
+        if not r.where:
+            return None
+        rel = r.where.rsplit(":", 1)[0]
+        src = tree.read_optional(rel)
+        if src is None or "getPipelineStateForFunc" not in src.text:
+            return None  # (MPSGraph code: a migration's candidate)
+        places.append(f"{r.kernel} in {rel}")
+    if not places:
+        return None
+    return f"nothing to add: {report.op} runs on its own Metal kernel ({'; '.join(dict.fromkeys(places))})", None
 
 
 def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:

@@ -344,3 +344,12 @@ def test_the_pr_description_is_printed_after_the_change_is_applied(real_tree: Pa
     assert "DERIVED = {'indices': ['adaptive_max_pool3d', ['self', [2, 2, 2]], 1]}" in test.read_text()
     proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True)
     assert proc.returncode == 0 and "skipped" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_explain_tells_an_op_on_its_own_kernel_without_a_shipped_spec(real_tree: Path, run, tmp_path: Path):
+    spec = write_spec(tmp_path, "name: glu_jvp\nkind: kernel\nfile: GluJvp\noutput: {like: glu}\nbody: |\n  return 0;\n", "glu_jvp.yaml")
+    res = run("new-kernel", "glu_jvp", "--spec", spec, "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    res = run("explain", "glu_jvp", "--root", real_tree)
+    said = " ".join(res.output.split())
+    assert "next: nothing to add: glu_jvp runs on its own Metal kernel (glu_jvp_mps in aten/src/ATen/native/mps/operations/GluJvp.mm)" in said
