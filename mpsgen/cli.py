@@ -155,21 +155,24 @@ def prepare_companions(spec, command: str, with_test: bool, with_bench: bool = F
         from mpsgen.companions import shader_test
 
         name, text = shader_test(spec, command)
-        path = Path.cwd() / name
-        if path.exists():
-            raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
-        files.append((path, text, False, f"on a Mac, `python -m pytest {name} -v` checks the functor before you build"))
+        files.append(side_file("--with-test", name, text, f"on a Mac, `python -m pytest {name} -v` checks the functor before you build"))
     if with_bench:
         from mpsgen.companions import bench_files, bench_script
 
         name, text = bench_script(spec, command)
-        path = Path.cwd() / name
-        if path.exists():
-            raise BadInput(f"--with-bench: {path} exists; move it aside or run from another folder. Nothing written.")
         _script, before, after = bench_files(spec.name)
-        files.append((path, text, False, f"run it on a Mac before and after the change (`python {name} --help` says how); "
-                      f"`python {name} --compare {before} {after}` prints the table for the PR"))
+        files.append(side_file("--with-bench", name, text, f"run it on a Mac before and after the change (`python {name} --help` "
+                               f"says how); `python {name} --compare {before} {after}` prints the table for the PR"))
     return files
+
+
+def side_file(flag: str, name: str, text: str, said: str) -> tuple[Path, str, bool, str]:
+    """A side file to write in the current folder with the change: (path, text, whether it may
+    replace a file there, what to say once written); one there already is refused."""
+    path = Path.cwd() / name
+    if path.exists():
+        raise BadInput(f"{flag}: {path} exists; move it aside or run from another folder. Nothing written.")
+    return path, text, False, said
 
 
 def write_companions(spec, changeset, command: str, files: list[tuple[Path, str, bool, str]], pr: bool, dry_run: bool) -> None:
@@ -479,7 +482,11 @@ def new_kernel(
     patch: Optional[Path] = PatchOpt,
     strict: bool = StrictOpt,
     force: bool = ForceOpt,
-    with_test: bool = WithTestOpt,
+    with_test: bool = typer.Option(
+        False, "--with-test",
+        help="also write test_<kernel>_shader.py here: compiles the kernel with torch.mps.compile_shader on a Mac and "
+        "compares it with the CPU op (skipped without MPS)",
+    ),
     pr: bool = PrOpt,
 ) -> None:
     """Add a custom (non-elementwise) Metal kernel: params header, kernel with one host_name per
@@ -506,10 +513,7 @@ def new_kernel(
             from mpsgen.kernel_companions import kernel_shader_test
 
             name, text = kernel_shader_test(tree, spec)
-            path = Path.cwd() / name
-            if path.exists():
-                raise BadInput(f"--with-test: {path} exists; move it aside or run from another folder. Nothing written.")
-            companions.append((path, text, False, f"on a Mac, `python -m pytest {name} -v` checks the kernel before you build"))
+            companions.append(side_file("--with-test", name, text, f"on a Mac, `python -m pytest {name} -v` checks the kernel before you build"))
         given = frozenset({"--with-bench"} | ({"--with-test"} if with_test else set()) | ({"--pr-description"} if pr else set()))
         report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=companions, given=given)
         for path, *_rest in companions:

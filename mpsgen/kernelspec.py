@@ -307,24 +307,21 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
             problems.append((_loc(shown, fields["max_dims"][1]), "'max_dims' is a whole number from 1 to 16 (c10::metal::max_ndim)."))
         else:
             max_dims = int(v)
-    try_shapes: list[dict[str, tuple[int, ...]]] = []
-    if "try_shapes" in fields:
-        node = fields["try_shapes"][1]
+    def entries(key: str, read, what: str) -> list:
+        """Each entry of the list under ``key`` read by ``read`` (a problem where it gives None)."""
+        if key not in fields:
+            return []
+        node, out = fields[key][1], []
         for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
-            shape = _shapes(item)
-            if shape is None:
-                problems.append((_loc(shown, item), "each try_shapes entry maps inputs to shapes, like {self: [5, 3]}."))
+            value = read(item)
+            if value is None:
+                problems.append((_loc(shown, item), f"each {key} entry {what}."))
             else:
-                try_shapes.append(shape)
-    try_params: list[dict] = []
-    if "try_params" in fields:
-        node = fields["try_params"][1]
-        for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
-            values = _values(item)
-            if values is None:
-                problems.append((_loc(shown, item), "each try_params entry maps arguments to numbers or booleans, like {p: 2.0}."))
-            else:
-                try_params.append(values)
+                out.append(value)
+        return out
+
+    try_shapes = entries("try_shapes", _shapes, "maps inputs to shapes, like {self: [5, 3]}")
+    try_params = entries("try_params", _values, "maps arguments to numbers or booleans, like {p: 2.0}")
     try_inputs: dict[str, tuple[str, tuple, int | None]] = {}
     if "try_inputs" in fields:
         node = fields["try_inputs"][1]
