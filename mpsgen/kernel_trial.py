@@ -214,7 +214,7 @@ def _layouts(torch, shape: tuple[int, ...], dtype, values: str, gen):
     def make(s):
         if values == "random":
             return torch.randn(s, generator=gen, dtype=torch.float32).to(dtype)
-        pool = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5], dtype=torch.float32)
+        pool = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, float("nan"), float("inf")], dtype=torch.float32)
         idx = torch.randint(0, len(pool), s, generator=gen)
         return pool[idx].to(dtype)
 
