@@ -168,23 +168,26 @@ def host_expr_problem(expr: str) -> str | None:
     return "has an unbalanced bracket" if depth else None
 
 
-def body_problem(body: str) -> str | None:
-    """What Metal cannot compile in a kernel body, found without a compiler (the gate compiles it)."""
+def body_problem(body: str) -> tuple[int, str] | None:
+    """(line of the body, why) for what Metal cannot compile in a kernel body, found without a
+    compiler (the gate compiles it), or None."""
     from mpsgen.compile_gate import _NOT_METAL
     from mpsgen.tree.source import mask_c_comments_and_strings
 
+    def line_of(at: int) -> int:
+        return body.count("\n", 0, at) + 1
+
     if "\t" in body:
-        line = body[: body.index("\t")].count("\n") + 1
-        return f"line {line} of the body holds a tab; PyTorch's .metal files indent and align with spaces"
+        return line_of(body.index("\t")), "the body holds a tab; PyTorch's .metal files indent and align with spaces"
     masked = mask_c_comments_and_strings(body)
     if "return" not in masked:
-        return "the body must return the output element's value (`return ...;`)"
+        return 1, "the body must return the output element's value (`return ...;`)"
     for pattern, why in _NOT_METAL:
-        if pattern.search(masked):
-            return why
+        if m := pattern.search(masked):
+            return line_of(m.start()), why
     together = re.search(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|atomic_\w+)\b", masked)
     if together:
-        return (
+        return line_of(together.start()), (
             f"it uses `{together.group(1)}`, but the body runs once per output element with no threadgroup of its own: "
             "threadgroup memory, barriers, SIMD-group and atomic functions need a kernel written by hand"
         )
@@ -286,8 +289,9 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
     if "body" in fields:
         node = fields["body"][1]
         value = _scalar(node)
-        if value and (why := body_problem(value)):
-            problems.append((_loc(shown, node), f"'body': {why}."))
+        if value and (found := body_problem(value)):
+            first, _col = _text_start(node, text)
+            problems.append((Location(shown, first + found[0] - 1), f"'body': {found[1]}."))
         elif value:
             line, col = _text_start(node, text)
             body = FunctorSource(body=value, origin=shown, line=line, column=col)

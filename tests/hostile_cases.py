@@ -449,7 +449,35 @@ def _partial_edits() -> list[Case]:
     ]
 
 
-CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits()
+def _kernel_spec(text: str, *extra: str, op: str = "_pdist_forward") -> Callable[[Path, Path], list[str]]:
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        spec = tmp / "kernel.yaml"
+        spec.write_text(text)
+        return ["new-kernel", op, "--spec", str(spec), *extra, "--root", str(root)]
+
+    return prepare
+
+
+def _new_kernel() -> list[Case]:
+    """new-kernel's inputs: kernel specs, flags, and a tree the op does not fit."""
+    body = "kind: kernel\nfile: Distance\noutput: {like: self}\nbody: |\n"
+    family = "new-kernel"
+    return [
+        Case("kernel spec with a NUL", _kernel_spec("name: _pdist\x00forward\n" + body + "  return 0;\n"), 2, ("kernel.yaml:1", "U+0000"), family),
+        Case("kernel spec nested 5,000 deep", _kernel_spec("name: " + "[" * 5000 + "]" * 5000 + "\n"), 2, ("nested too deeply",), family),
+        Case("kernel body with double", _kernel_spec("name: _pdist_forward\n" + body + "  double x = 0;\n  return x;\n"), 2, ("kernel.yaml:6", "double"), family),
+        Case("kernel body with a tab", _kernel_spec("name: _pdist_forward\n" + body + "  return\t0;\n"), 2, ("kernel.yaml:6", "tab"), family),
+        Case("kernel body with a barrier", _kernel_spec("name: _pdist_forward\n" + body + "  threadgroup_barrier(mem_flags::mem_none);\n  return 0;\n"), 2, ("threadgroup_barrier", "by hand"), family),
+        Case("kernel body that does not compile", _kernel_spec("name: _pdist_forward\n" + body + "  return missing_name;\n"), 1, ("kernel.yaml:6", "does not compile"), family),
+        Case("kernel spec of an op the yaml lacks", _kernel_spec("name: no_such_op\n" + body + "  return 0;\n", op="no_such_op"), 2, ("no op 'no_such_op'",), family),
+        Case("kernel spec of an op on MPS", _kernel_spec("name: _cdist_backward\n" + body + "  return 0;\n", op="_cdist_backward"), 1, ("already dispatches MPS",), family),
+        Case("kernel --file with a path", _args("new-kernel", "_pdist_forward", "--file", "../Evil"), 2, ("--file '../Evil'",), family),
+        Case("kernel --dtypes unknown", _args("new-kernel", "_pdist_forward", "--dtypes", "float,double"), 2, ("--dtypes", "float, half, bfloat"), family),
+        Case("kernel op name with a space", _args("new-kernel", "pdist forward"), 2, ("OP",), family),
+    ]
+
+
+CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits() + _new_kernel()
 FAMILIES = tuple(dict.fromkeys(c.family for c in CASES)) + ("kill",)
 
 

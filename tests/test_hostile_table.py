@@ -73,7 +73,7 @@ def _assert_as_expected(case, ran: Ran, problems: list[str]) -> None:
 
 
 def test_every_family_has_its_cases():
-    assert set(FAMILIES) == {"malformed input", "escapes", "config", "outcome", "side files", "partial edits", "kill"}
+    assert set(FAMILIES) == {"malformed input", "escapes", "config", "outcome", "side files", "partial edits", "new-kernel", "kill"}
     for family in FAMILIES[:-1]:
         assert any(c.family == family for c in CASES), family
     assert len({c.id for c in CASES}) == len(CASES)
