@@ -372,7 +372,8 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
     argv = [str(binary), str(which)]
     for t in sig.struct_tensors:
         tensor = output if t == "output" else inputs[t]
-        argv += [str(tensor.dim()), *map(str, tensor.shape), *map(str, tensor.stride())]
+        # (as the host fills them: a size-1 dimension's stride is 0)
+        argv += [str(tensor.dim()), *map(str, tensor.shape), *(str(0 if n == 1 else st) for n, st in zip(tensor.shape, tensor.stride()))]
     for s in sig.scalars:
         v = _value(sig, pvals, s.name)
         argv.append(repr(float(v)) if not isinstance(v, bool) else str(int(v)))

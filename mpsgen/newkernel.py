@@ -456,10 +456,22 @@ def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
     pso = f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{spec.kernel}_{{}}", scalarToMetalTypeString(output)));'
     if len(pso) > COLUMN_LIMIT:  # clang-format breaks after the `=`
         pso = pso.replace("auto pso = ", "auto pso =\n          ", 1)
+    d = next(v for v in ("dim", "axis", "d", "k") if v not in {*sig.inputs, *(s.name for s in sig.scalars)})
+    fill = []
+    for t in sig.struct_tensors:
+        stride = f"    params.{t}_strides[{d}] = {t}.size({d}) == 1 ? 0 : safe_downcast<int32_t, int64_t>({t}.stride({d}));"
+        if len(stride) > COLUMN_LIMIT:  # clang-format breaks after the `=`
+            stride = stride.replace(" = ", " =\n        ", 1)
+        fill += [
+            f"  params.{t}_ndim = {t}.dim();",
+            f"  for (const auto {d} : c10::irange({t}.dim())) {{",
+            f"    params.{t}_sizes[{d}] = safe_downcast<int32_t, int64_t>({t}.size({d}));",
+            stride,
+            "  }",
+        ]
     return render(
         "kernel/host.mm.j2", spec=spec, tensors=sig.struct_tensors, scalars=sig.scalars, inputs=sig.inputs,
-        metal_rel=kernel_paths(spec.file)[1], entry=entry, comment=comment, pso=pso,
-        d=next(v for v in ("dim", "axis", "d", "k") if v not in {*sig.inputs, *(s.name for s in sig.scalars)}),
+        metal_rel=kernel_paths(spec.file)[1], entry=entry, comment=comment, pso=pso, fill="\n".join(fill),
         impl_parameters=wrap_arguments(f"static void {spec.kernel}_kernel(", impl, ") {"),
     ).rstrip("\n")
 
