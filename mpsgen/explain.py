@@ -474,8 +474,23 @@ def addable_ops(tree: PytorchTree, c: Coverage) -> Coverage:
             continue
         needs = "a functor (--expr)" if NO_FUNCTOR in step else "--stub" if " --stub " in command else "ready"
         found.append({"op": op, "kind": kind, "spec": f"specs/{op}.yaml" if shipped.is_file() else None, "needs": needs, "command": command})
+    found += _addable_kernels(tree, c)
     found.sort(key=lambda x: (x["spec"] is None, x["op"]))
     return replace(c, addable=tuple(found))
+
+
+def _addable_kernels(tree: PytorchTree, c: Coverage) -> list[dict]:
+    """The missing ops mpsgen ships a kernel spec for (``specs/kernels/OP.yaml``) whose row,
+    schema and helpers new-kernel can take: ``mpsgen new-kernel OP``."""
+    found = []
+    for path in sorted((resource_dir("specs") / "kernels").glob("*.yaml")):
+        op = path.stem
+        if c.ops.get(op) != "missing":
+            continue
+        step = _kernel_step(tree, OpReport(op, (), (), (), (), (), None, ""))  # (no rows: not "mps-kernel")
+        if step is not None and step[1] is not None:
+            found.append({"op": op, "kind": "kernel", "spec": f"specs/kernels/{op}.yaml", "needs": "ready", "command": step[1]})
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,7 +568,7 @@ def coverage_table(c: Coverage, markdown: bool = False, *, width: int = 80, limi
         out += [f"| {x['rank']} | {x['op']} | {x['kind']} | {len(x['rows'])} | {'ready' if x['migratable'] else 'needs work'} | {x['spec'] or ''} |" for x in cands]
         if more_cands:
             out.append(f"\n{more_cands} more (`mpsgen coverage --all`).")
-        out += ["", f"Missing ops `mpsgen new-op` can add ({len(c.addable)}):", "", "| op | kind | spec | state |", "|---|---|---|---|"]
+        out += ["", f"Missing ops `mpsgen new-op` (or, kind kernel, `new-kernel`) can add ({len(c.addable)}):", "", "| op | kind | spec | state |", "|---|---|---|---|"]
         out += [f"| {x['op']} | {x['kind']} | {x['spec'] or ''} | {x['needs']} |" for x in adds]
         if more_adds:
             out.append(f"\n{more_adds} more (`mpsgen coverage --all`).")
@@ -572,7 +587,7 @@ def coverage_table(c: Coverage, markdown: bool = False, *, width: int = 80, limi
     out += columns(("#", "op", "kind", "rows", "state", "spec"), _candidate_rows(cands), width=width, name=1, right=frozenset({0, 3}))
     if more_cands:
         out.append(f"  ... {more_cands} more: --all lists them (migrate-from-mpsgraph --list: what each needs)")
-    out += ["", f"missing ops new-op can add ({len(c.addable)}; a spec: mpsgen ships specs/OP.yaml):"]
+    out += ["", f"missing ops new-op, or new-kernel (kind kernel), can add ({len(c.addable)}):"]
     if adds:
         out += columns(("op", "kind", "spec", "state"), [(x["op"], x["kind"], "yes" if x["spec"] else "-", x["needs"]) for x in adds], width=width)
     else:
@@ -631,7 +646,7 @@ svg text {{ font: 12px system-ui, sans-serif; }}
 <svg id="chart" width="820" height="{len(STATUSES) * 26 + 8}" role="img" aria-label="ops by MPS status">{"".join(bars)}</svg>
 <p><label>Filter: <input id="filter" type="search" placeholder="an op name or a status, e.g. special or missing" autocomplete="off"></label>
 <span id="shown">{len(c.ops)}</span> of {len(c.ops)} ops shown</p>
-<h2>Missing ops <code>mpsgen new-op</code> can add</h2>
+<h2>Missing ops <code>mpsgen new-op</code> (or, kind kernel, <code>new-kernel</code>) can add</h2>
 <table id="addable"><thead><tr><th>op</th><th>kind</th><th>shipped spec</th><th>command</th></tr></thead>
 <tbody>{addable}</tbody></table>
 <h2>Ops</h2>

@@ -197,9 +197,9 @@ def body_problem(body: str) -> tuple[int, str] | None:
 def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, list[tuple[Location, str]]]:
     import yaml
 
-    from mpsgen.spec import _compose_or_problem
+    from mpsgen.spec import compose
 
-    root = _compose_or_problem(text, shown)
+    root = compose(text, shown)
     if isinstance(root, list):
         return None, root
     if root is None or not isinstance(root, yaml.MappingNode):

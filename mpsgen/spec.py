@@ -501,17 +501,26 @@ def _compose_or_problem(text: str, shown: str):
         return [(Location(shown), "nested too deeply to be a spec (a spec is a flat mapping of a few keys).")]
 
 
+def compose(text: str, shown: str):
+    """The YAML node tree of a spec's ``text``, or the problems that make it no spec: libyaml,
+    ~20x faster (coverage reads a dozen specs), for a text of printable ASCII lines; the
+    pure-Python loader words what it refuses, as it always has, and reads any other text (it
+    refuses tabs, stray BOMs and other characters libyaml takes)."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    try:
+        if fast is not None and not _NOT_PLAIN_ASCII.search(text):
+            return yaml.compose(text, Loader=fast)
+    except Exception:  # noqa: BLE001
+        pass
+    return _compose_or_problem(text, shown)
+
+
 def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
     import yaml  # here, not at module level: the CLI starts without it
     problems: list[tuple[Location, str]] = []
-    # libyaml, ~20x faster (coverage reads a dozen specs), for a text of printable ASCII
-    # lines; the pure-Python loader words what it refuses, as it always has, and reads any
-    # other text (it refuses tabs, stray BOMs and other characters libyaml takes)
-    fast = getattr(yaml, "CSafeLoader", None)
-    try:
-        root = yaml.compose(text, Loader=fast) if fast is not None and not _NOT_PLAIN_ASCII.search(text) else _compose_or_problem(text, shown)
-    except Exception:  # noqa: BLE001
-        root = _compose_or_problem(text, shown)
+    root = compose(text, shown)
     if isinstance(root, list):
         return None, root
     if root is None or not isinstance(root, yaml.MappingNode):
