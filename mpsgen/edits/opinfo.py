@@ -61,6 +61,28 @@ def remove_mps_decorators(
     return "".join(out)
 
 
+_TEST_OF = re.compile(r"""DecorateInfo\(\s*unittest\.expectedFailure\s*,\s*['"](\w+)['"]\s*,\s*['"](\w+)['"]""")
+
+
+def _fails_on_cpu_too(span: str, call: str) -> str | None:
+    """For an MPS expectedFailure of one test: the dtypes of an expectedFailure of the same
+    test on the CPU in the same entry (its numerics, not a missing kernel), else None."""
+    m = _TEST_OF.match(call)
+    if m is None:
+        return None
+    for other in re.finditer(r"DecorateInfo\(", span):
+        depth, k = 1, other.end()
+        while depth and k < len(span):  # the call's closing bracket
+            depth += (span[k] == "(") - (span[k] == ")")
+            k += 1
+        text = span[other.start() : k]
+        o = _TEST_OF.match(text)
+        if o is not None and o.groups() == m.groups() and re.search(r"""device_type\s*=\s*['"]cpu['"]""", text):
+            dtypes = re.search(r"dtypes\s*=\s*\(([^)]*)\)", text)
+            return f"dtypes {dtypes.group(1).strip().rstrip(',')}" if dtypes else "every dtype"
+    return None
+
+
 def _summary(call: str) -> str:
     """The call on one line as black would write it (no space inside its brackets), whole or
     shortened between words."""
@@ -87,6 +109,11 @@ def _edit_span(
         reason = comment_above(lines, first, through=lambda ln: not _OPENS_TUPLE.match(ln))
         if NUMERICS.search(call):
             why = "tunes numerics (the new kernel's tests need it too)"
+        elif (cpu := _fails_on_cpu_too(span, call)) is not None:
+            why = (
+                f"the CPU run of this test is expected to fail too ({cpu}): with the kernel it will most likely "
+                "fail on MPS the same way; run it on a Mac, then narrow or remove this entry"
+            )
         elif is_unimplemented_reason(reason) or is_unimplemented_reason(call):
             calls.append((s, e))
             continue

@@ -133,3 +133,28 @@ def test_a_kept_decorator_laid_out_over_lines_is_quoted_as_one_line():
     entries = find_op_entries("f", text, "foo", set())
     remove_mps_decorators(text, [(e.open_paren, e.close_paren) for e in entries], kept)
     assert kept == [(5, "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps', dtypes=(torch.uint8,),) (its reason is not a missing kernel: flaky on MPS)")]
+
+
+def test_an_mps_xfail_of_a_test_the_cpu_also_fails_stays():
+    """With the kernel, a test whose CPU run is an expected failure (its reference's numerics)
+    most likely fails on MPS too: its MPS entry stays, and says why."""
+    text = (
+        "op_db = [\n"
+        "    PythonRefInfo('_refs.foo',\n"
+        "           skips=(\n"
+        "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_python_ref_torch_fallback',\n"
+        "                            dtypes=(torch.float32,), device_type='cpu'),\n"
+        "               # NotImplementedError: not currently implemented for the MPS device\n"
+        "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_python_ref_torch_fallback', device_type='mps'),\n"
+        "               # NotImplementedError: not currently implemented for the MPS device\n"
+        "               DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps'),\n"
+        "           )),\n"
+        "]\n"
+    )
+    kept: list = []
+    from mpsgen.edits.opinfo import remove_mps_decorators
+
+    start = text.index("PythonRefInfo(") + len("PythonRefInfo")
+    out = remove_mps_decorators(text, [(start, text.rindex(")),") + 1)], kept)
+    assert "'test_python_ref_torch_fallback', device_type='mps'" in out and "'test_out', device_type='mps'" not in out
+    assert len(kept) == 1 and "the CPU run of this test is expected to fail too (dtypes torch.float32)" in kept[0][1]
