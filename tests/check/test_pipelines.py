@@ -179,3 +179,23 @@ def test_a_macro_called_directly_and_by_another_macro_keeps_its_pattern():
 def test_a_string_constructed_from_a_literal_is_read():
     host = 'auto k = std::string("gather_") + scalarToMetalTypeString(t);\nauto p = lib.getPipelineStateForFunc(k);\n'
     assert parts(pipeline_requests("operations/G.mm", host)) == ["gather_{}"]
+
+
+def test_names_registered_only_through_nested_macros_match_requests_built_from_parts():
+    """As upstream's scatter/gather kernels: a macro of macros instantiated per dtype, a reduce
+    operation stringized into the name, and host code building the name from parts."""
+    metal = (
+        '#define REG_GATHER(T, IT) template [[host_name("gather_" #T "_" #IT)]] kernel void g<T, IT>(device T*)\n'
+        '#define REG_REDUCE(OP, T, IT) template [[host_name("scatter_" #OP "_" #T "_" #IT)]] kernel void r<T, IT>(device T*)\n'
+        "#define REG_ALL(T, IT) REG_GATHER(T, IT) REG_REDUCE(amax, T, IT)\n"
+        "#define REG_INDEX_TYPES(T) REG_ALL(T, int) REG_ALL(T, long)\n"
+        "REG_INDEX_TYPES(float);\n"
+    )
+    host = (
+        'auto a = std::string("gather_") + type_string(self) + "_" + type_string(index);\nlib.getPipelineStateForFunc(a);\n'
+        'auto b = std::string("scatter_") + mode + "_" + type_string(src) + "_" + type_string(index);\nlib.getPipelineStateForFunc(b);\n'
+    )
+    names = host_names("kernels/SG.metal", metal)
+    assert sorted(n.shown for n in names) == ["gather_*_*", "scatter_*_*_*"]
+    for r in pipeline_requests("operations/SG.mm", host):
+        assert any(may_match(r.parts, n.parts) for n in names), r.shown
