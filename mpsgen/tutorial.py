@@ -62,8 +62,10 @@ def steps(root: Path) -> list[Step]:
         Step(
             "7. Your turn",
             "On your checkout: `mpsgen coverage` lists what is still on MPSGraph or missing; `mpsgen explain OP` "
-            "prints the command for the next step; `mpsgen doctor` checks your set-up. After writing, build on a "
-            "Mac and run the test commands mpsgen prints.",
+            "prints the command for the next step; `mpsgen doctor` checks your set-up. An op that is not elementwise "
+            "(a pooling backward, a distance) gets a custom kernel from the body you write: `mpsgen new-kernel "
+            "_pdist_forward --dry-run` shows one (specs/kernels/README.md). After writing, build on a Mac and run the "
+            "test commands mpsgen prints.",
         ),
     ]
 
