@@ -8,7 +8,8 @@ into ``kernels/X.h`` and ``kernels/X.metal`` (Metal's address-space words ``devi
 element, as ``[[thread_position_in_grid]]`` does, with the params the host function fills:
 each tensor's sizes and strides, its storage from its offset on (what ``mtl_setArgs`` binds).
 A body that uses threadgroup memory, barriers or SIMD-group functions depends on threads
-running together, which one call per element does not model: ``try`` refuses it.
+running together, which one call per element does not model: the spec's reader refuses it
+(:func:`mpsgen.kernelspec.body_problem`), so neither the gate nor ``try`` sees one.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.errors import BadInput, Refused
 from mpsgen.kernelspec import KernelSpec
-from mpsgen.trial import TIME_LIMIT, cache_dir, compiler, import_torch, install_compiler_command, missing_requirements
+from mpsgen.trial import TIME_LIMIT, cache_dir, compiler, import_torch, missing_requirements
 from mpsgen.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
 _TORCH = {"float": "float32", "half": "float16", "bfloat": "bfloat16"}
 _TOLERANCE = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
-_TOGETHER = re.compile(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|atomic_\w+)\b")
 _ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 
 
@@ -172,19 +172,6 @@ class KernelTrial:
         return [c for c in self.cases if not c.outcome.startswith(("ok", "refused by both"))]
 
 
-def refuse_together(spec: KernelSpec) -> None:
-    from mpsgen.tree.source import mask_c_comments_and_strings
-
-    m = _TOGETHER.search(mask_c_comments_and_strings(spec.body.body or ""))
-    if m is not None:
-        raise Refused(
-            f"{spec.source}: the kernel body uses `{m.group(1)}`, which depends on threads running together "
-            "(threadgroup memory, barriers, SIMD-group or atomic functions); `mpsgen try` runs one call per output "
-            "element and cannot model it, so it will not give an answer that could be wrong.",
-            hint="Test it on a Mac with the --with-test shader test, or in the op's MPS tests after a build.",
-        )
-
-
 def _build(spec: KernelSpec, sig, cxx: str) -> Path:
     source, first, last = driver_source(spec, sig)
     shim = _shim()
@@ -272,7 +259,6 @@ def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
     cxx = compiler()
     if torch is None or cxx is None:
         raise missing_requirements(torch is not None, cxx)
-    refuse_together(spec)
     if sig is None:
         sig = torch_signature(torch, spec)
     for t in sig.inputs:
@@ -413,9 +399,11 @@ def _value(sig, pvals: dict, name: str):
 
 
 def _default(sig, name: str):
-    for raw in sig.row.func[sig.row.func.index("(") + 1 :].split(","):
-        if "=" in raw and raw.split("=")[0].strip().endswith(" " + name):
-            text = raw.split("=", 1)[1].strip().rstrip(")").split(")")[0].strip()
+    """The schema's default of the scalar ``name`` as a Python value."""
+    from mpsgen.newkernel import schema_parameters
+
+    for _typ, arg, text in schema_parameters(sig.row.func):
+        if arg == name and text is not None:
             if text in ("True", "False"):
                 return text == "True"
             try:

@@ -24,7 +24,7 @@ from mpsgen.render import render
 from mpsgen.resources import resource_dir
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
-from mpsgen.tree.schema import _split, output_count
+from mpsgen.tree.schema import _ARG_SPLIT, _split, output_count
 
 MPS_DIR = "aten/src/ATen/native/mps"
 OPERATION_UTILS = f"{MPS_DIR}/OperationUtils.h"
@@ -123,14 +123,21 @@ def kernel_paths(stem: str) -> tuple[str, str, str]:
 
 
 def schema_arguments(func: str) -> list[tuple[str, str]]:
-    """(type, name) of each argument of a functional schema, defaults dropped."""
+    """(type, name) of each argument of a schema, out= ones (``Tensor(a!)``) included."""
+    return [(typ, name) for typ, name, _default in schema_parameters(func)]
+
+
+def schema_parameters(func: str) -> list[tuple[str, str, str | None]]:
+    """(type, name, default text or None) of each argument of a schema (split as the schema
+    module splits them: a list default's commas stay inside it)."""
     inner, _ = _split(func)
     out = []
-    for raw in (a.strip() for a in inner.split(",")):
+    for raw in (a.strip() for a in _ARG_SPLIT.split(inner)):
         if not raw or raw == "*":
             continue
-        typ, _, name = raw.split("=", 1)[0].strip().rpartition(" ")
-        out.append((typ, name))
+        head, eq, default = raw.partition("=")
+        typ, _, name = head.strip().rpartition(" ")
+        out.append((typ, name, default.strip() if eq else None))
     return out
 
 
