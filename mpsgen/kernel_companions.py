@@ -15,10 +15,9 @@ STRUCT_CODES = {"float": "f", "long": "q", "bool": "?"}
 
 def kernel_source(spec: KernelSpec, sig) -> str:
     """What compile_shader compiles: the kernel file as new-kernel writes it, its params header inlined."""
-    from mpsgen.newkernel import kernel_paths, kernel_text, struct_text
+    from mpsgen.newkernel import kernel_text, struct_text
 
-    header_rel, metal_rel, _mm = kernel_paths(spec.file)
-    struct = struct_text(spec, sig, header_rel, metal_rel)
+    struct = struct_text(spec, sig)
     text = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel_text(spec, sig))
     return text.replace(f"#include <ATen/native/mps/kernels/{spec.file}.h>", "#include <c10/metal/common.h>\n\n" + struct)
 

@@ -47,7 +47,7 @@ def driver_source(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal", "c1
     head = (
         '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n'
         "#define device\n#define constant\n#define thread\n" + "".join(f"using namespace {n};\n" for n in usings) + "\n"
-        + struct_text(spec, sig, "", "") + "\n\n"
+        + struct_text(spec, sig) + "\n\n"
     )
     function = _element_function(spec, sig)
     before_body = function[: function.index(body_text(spec))] if body_text(spec) else function

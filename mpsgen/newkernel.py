@@ -306,11 +306,12 @@ def cmake_note(tree: PytorchTree) -> str:
     )
 
 
-def struct_text(spec: KernelSpec, sig: KernelSignature, header_rel: str, metal_rel: str) -> str:
+def struct_text(spec: KernelSpec, sig: KernelSignature) -> str:
+    """The params struct, as the stem's header holds it."""
     import textwrap
 
     said = (
-        f"{spec.name}: what the host passes its kernel ({metal_rel.rpartition('/')[2]}, one thread per output "
+        f"{spec.name}: what the host passes its kernel ({spec.file}.metal, one thread per output "
         "element). Sizes and strides are in elements, narrowed to 32 bits (the host checks they fit)."
     )
     comment = "\n".join("// " + ln for ln in textwrap.wrap(said, 77, break_long_words=False, break_on_hyphens=False))
@@ -569,7 +570,7 @@ def kernel_target(tree: PytorchTree, spec: KernelSpec) -> KernelSignature:
     return kernel_signature(spec, row, f"{NATIVE_FUNCTIONS}:{row.start_line}")
 
 
-def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) -> Changeset:
+def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
     from mpsgen.kernel_trial import check_kernel_body
 
     yaml_src, table = read_native_functions(tree)
@@ -588,7 +589,7 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec, force: bool = False) ->
     problems = check_kernel_body(spec, sig, metal_usings(metal.text if metal is not None else None))
     if problems:
         changeset.blockers.extend(problems)
-    struct = struct_text(spec, sig, header_rel, metal_rel)
+    struct = struct_text(spec, sig)
     kernel = kernel_text(spec, sig)
     library = library_block(tree, spec.file)
     function = host_text(spec, sig)
