@@ -154,11 +154,7 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str, bench: bool
     lines.append("")
     lines += [f"- `{rel}`: {_what_changed(rel, added, removed, spec)}" for rel, added, removed in _file_changes(changeset)]
     lines += ["", f"Dtypes: {dtypes}."]
-    from mpsgen.newop import UNXFAILED
-
-    tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in changeset.next_steps if s.startswith("test:")]
-    listed = " ".join(" ".join(s.split()) for s in changeset.next_steps if s.strip().startswith(UNXFAILED))
-    unblocked = [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]  # the tests it un-xfails
+    tests, unblocked = planned_tests(changeset.next_steps)
     if unblocked:
         lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
     if tests:
@@ -173,6 +169,15 @@ _LEGACY_DEFINITION = (
     r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)|\b(?:CREATE_MPS_\w+|REGISTER_MPS_UNARY_STUB)\(\s*(\w+)"
     r"|(?m:^[ \t]*(?:static\s+)?Tensor\s*&?\s*(\w+_mps)\s*\()"
 )
+
+
+def planned_tests(next_steps: list[str]) -> tuple[list[str], list[str]]:
+    """From a change's next steps: its test commands, and the tests it un-xfails (`quoted`)."""
+    from mpsgen.newop import UNXFAILED
+
+    tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in next_steps if s.startswith("test:")]
+    listed = " ".join(" ".join(s.split()) for s in next_steps if s.strip().startswith(UNXFAILED))
+    return tests, [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]
 
 
 def _file_changes(changeset: Changeset) -> list[tuple[str, list[str], list[str]]]:

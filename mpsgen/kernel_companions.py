@@ -66,8 +66,8 @@ def py(value: object) -> str:
 def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> str:
     """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
     each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
+    from mpsgen.companions import planned_tests
     from mpsgen.newkernel import kernel_paths
-    from mpsgen.newop import UNXFAILED
     from mpsgen.tree import NATIVE_FUNCTIONS
     from mpsgen.tree.aoti import C_SHIM_MPS
 
@@ -85,11 +85,9 @@ def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> st
     for rel in (e.source.relpath for e in changeset.changed):
         lines.append(f"- `{rel}`: {said.get(rel, 'the MPS test lists no longer expect the op to be missing')}")
     lines += ["", f"Dtypes: {', '.join(spec.dtypes)}. Sizes and strides are indexed in 32 bits; larger tensors are refused with a message."]
-    listed = " ".join(" ".join(s.split()) for s in changeset.next_steps if s.strip().startswith(UNXFAILED))
-    unblocked = [f"`{n}`" for n in listed[len(UNXFAILED):].rstrip(".").split(", ") if n]
+    tests, unblocked = planned_tests(changeset.next_steps)
     if unblocked:
         lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
-    tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in changeset.next_steps if s.startswith("test:")]
     if tests:
         lines += ["", "Test plan:", "```"] + tests + ["```"]
     return "\n".join(lines) + "\n"
