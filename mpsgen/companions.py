@@ -154,11 +154,7 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str, bench: bool
     lines.append("")
     lines += [f"- `{rel}`: {_what_changed(rel, added, removed, spec)}" for rel, added, removed in _file_changes(changeset)]
     lines += ["", f"Dtypes: {dtypes}."]
-    tests, unblocked = planned_tests(changeset.next_steps)
-    if unblocked:
-        lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
-    if tests:
-        lines += ["", "Test plan:", "```"] + tests + ["```"]
+    lines += testing_lines(changeset.next_steps)
     if bench:
         lines += [""] + bench_placeholder(spec.name, command)
     return "\n".join(lines) + "\n"
@@ -171,13 +167,16 @@ _LEGACY_DEFINITION = (
 )
 
 
-def planned_tests(next_steps: list[str]) -> tuple[list[str], list[str]]:
-    """From a change's next steps: its test commands, and the tests it un-xfails (`quoted`)."""
+def testing_lines(next_steps: list[str]) -> list[str]:
+    """A PR body's lines on testing, from the change's next steps: the tests it un-xfails and
+    its test commands."""
     from mpsgen.newop import UNXFAILED
 
     tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in next_steps if s.startswith("test:")]
     listed = " ".join(" ".join(s.split()) for s in next_steps if s.strip().startswith(UNXFAILED))
-    return tests, [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]
+    unblocked = [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]
+    lines = ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."] if unblocked else []
+    return lines + (["", "Test plan:", "```", *tests, "```"] if tests else [])
 
 
 def _file_changes(changeset: Changeset) -> list[tuple[str, list[str], list[str]]]:

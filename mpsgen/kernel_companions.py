@@ -66,7 +66,7 @@ def py(value: object) -> str:
 def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> str:
     """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
     each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
-    from mpsgen.companions import planned_tests
+    from mpsgen.companions import testing_lines
     from mpsgen.newkernel import kernel_paths
     from mpsgen.tree import NATIVE_FUNCTIONS
     from mpsgen.tree.aoti import C_SHIM_MPS
@@ -85,9 +85,4 @@ def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> st
     for rel in (e.source.relpath for e in changeset.changed):
         lines.append(f"- `{rel}`: {said.get(rel, 'the MPS test lists no longer expect the op to be missing')}")
     lines += ["", f"Dtypes: {', '.join(spec.dtypes)}. Sizes and strides are indexed in 32 bits; larger tensors are refused with a message."]
-    tests, unblocked = planned_tests(changeset.next_steps)
-    if unblocked:
-        lines += ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."]
-    if tests:
-        lines += ["", "Test plan:", "```"] + tests + ["```"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + testing_lines(changeset.next_steps)) + "\n"
