@@ -507,7 +507,8 @@ def new_kernel(
             changeset = plan_new_kernel(tree, spec)
         from mpsgen.newkernel import kernel_target
 
-        host_function = kernel_target(tree, spec).host_function  # (read before the change is applied)
+        target = kernel_target(tree, spec)  # (read before the change is applied)
+        host_function, row_name = target.host_function, target.row.name
         companions = []
         if with_test:
             from mpsgen.kernel_companions import kernel_shader_test
@@ -525,7 +526,7 @@ def new_kernel(
             from mpsgen.kernel_companions import kernel_pr_description
 
             with applied(changeset, "printing the PR description") if not (dry_run or patch is not None) else contextlib.nullcontext():
-                write_out("\n" + kernel_pr_description(spec, changeset, host_function))
+                write_out("\n" + kernel_pr_description(spec, changeset, host_function, row_name))
     except MpsgenError as exc:
         fail(exc)
 
@@ -1060,10 +1061,12 @@ def _kernel_spec_problems(path: Path) -> list[str]:
     if torch is None:
         err.print(f"note: {path}: without torch the body is not compiled here (new-kernel compiles it with the tree's schema).")
         return []
+    missing = [f"{path}: try_inputs names aten::{op}, which torch {torch.__version__} does not have."
+               for op, _args, _which in spec.try_inputs.values() if getattr(torch.ops.aten, op, None) is None]
     try:
-        return check_kernel_body(spec, torch_signature(torch, spec))
+        return missing + check_kernel_body(spec, torch_signature(torch, spec))
     except MpsgenError as exc:
-        return [f"{path}: {exc}"]
+        return missing + [f"{path}: {exc}"]
 
 
 def _try_kernel(path: Path, dtypes: Optional[str]) -> None:

@@ -63,7 +63,7 @@ def py(value: object) -> str:
     return repr(value)
 
 
-def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> str:
+def kernel_pr_description(spec: KernelSpec, changeset, host_function: str, row: str) -> str:
     """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
     each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
     from mpsgen.companions import testing_lines
@@ -76,7 +76,7 @@ def kernel_pr_description(spec: KernelSpec, changeset, host_function: str) -> st
         header: f"`{spec.params_struct}`, the sizes, strides and arguments the host passes the kernel",
         metal: f"the `{spec.kernel}` kernel, one thread per output element, registered for {', '.join(spec.dtypes)}",
         mm: f"`{host_function}`: the checks the CPU op makes, the output, and the dispatch of `{spec.kernel}`",
-        NATIVE_FUNCTIONS: f"`MPS: {host_function}` on `{spec.name}`",
+        NATIVE_FUNCTIONS: f"`MPS: {host_function}` on `{row}`",
         C_SHIM_MPS: f"regenerated: `{spec.name}` is an AOTI fallback op and now has an MPS kernel",
     }
     lines = [f"[MPS] Add Metal kernel for {spec.name}", ""]

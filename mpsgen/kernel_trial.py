@@ -287,14 +287,31 @@ def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
                     ]
                     for layout, chosen in variants:
                         inputs = dict(chosen)
-                        for t, derived in spec.try_inputs.items():
-                            value = _derived(torch, derived, inputs, sig, pvals)
-                            inputs[t] = value.to(dtype) if sig.metal_type(t) == "T" else value
+                        try:
+                            for t, derived in spec.try_inputs.items():
+                                value = _derived(torch, derived, inputs, sig, pvals)
+                                inputs[t] = value.to(dtype) if sig.metal_type(t) == "T" else value
+                        except (RuntimeError, IndexError, ValueError, TypeError) as exc:  # torch refuses these inputs
+                            what = ", ".join(f"{t} {tuple(v.shape)}" for t, v in inputs.items()) + f" {layout} {values}"
+                            result.cases.append(_refused_case(torch, spec, sig, dtype_name, inputs, pvals, what, exc))
+                            continue
                         what = ", ".join(f"{t} {tuple(inputs[t].shape)}" for t in sig.all_tensors) + f" {layout} {values}"
                         if pvals:
                             what += ", " + ", ".join(f"{k}={v}" for k, v in pvals.items())
                         result.cases.append(_one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, what, result))
     return result
+
+
+def _refused_case(torch, spec, sig, dtype_name, inputs, pvals, what, exc) -> KernelCase:
+    """A case torch refused while computing an input (try_inputs): the host's checks must
+    refuse it too."""
+    env = {**{sig.schema_name(t): v for t, v in inputs.items()}, **{s.name: _value(sig, pvals, s.name) for s in sig.scalars}}
+    accepts = _host_accepts(torch, spec, env)
+    if accepts is False:
+        return KernelCase(dtype_name, what, "refused by both")
+    said = str(exc).split("\n")[0]
+    why = "its checks could not be evaluated here" if accepts is None else "the host function's checks let it through"
+    return KernelCase(dtype_name, what, f"torch refuses it while computing try_inputs ({said}) but {why}")
 
 
 def _derived(torch, derived: tuple, inputs: dict, sig, pvals: dict):
@@ -310,6 +327,11 @@ def _derived(torch, derived: tuple, inputs: dict, sig, pvals: dict):
             t = inputs[a]
             args.append((t.float() if t.is_floating_point() else t).contiguous())
         elif isinstance(a, str):
+            if a not in {s.name for s in sig.scalars}:
+                raise BadInput(
+                    f"try_inputs: {op}'s argument {a!r} is neither a Tensor ({', '.join(inputs)}) nor a scalar argument of "
+                    f"{sig.row.name}; name one of them, or give a literal."
+                )
             args.append(_value(sig, pvals, a))
         else:
             args.append(list(a) if isinstance(a, tuple) else a)

@@ -281,6 +281,9 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
                 why = host_expr_problem(got["require"]) or next(
                     (f"message value {{{p}}} {w}" for p in _PLACEHOLDER.findall(got["message"]) if (w := host_expr_problem(p))), None
                 )
+                leftover = _PLACEHOLDER.sub("", got["message"])
+                if not why and ("{" in leftover or "}" in leftover):
+                    why = "message has an unbalanced { or }: a value is {expr}"
                 if why or re.search(r'[\\"\n]', got["message"]):
                     problems.append((_loc(shown, item), f"check {why or 'message must be one line without quotes or backslashes'}."))
                     continue

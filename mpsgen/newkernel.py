@@ -622,7 +622,8 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
         f"({', '.join(spec.host_names())}); {mm_rel}: {sig.host_function}; {NATIVE_FUNCTIONS}: {row.name} gets "
         f"`MPS: {sig.host_function}`"
     )
-    changeset.notes.append(cmake_note(tree))
+    if metal is None:  # (a kernel joining an existing file needs nothing of the build)
+        changeset.notes.append(cmake_note(tree))
     _edit_tests(tree, changeset, spec, table)
     from mpsgen.aoti import sync_c_shim
 

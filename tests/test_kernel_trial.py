@@ -110,3 +110,23 @@ def test_the_shader_test_packs_params_as_c_lays_them_out(real_tree: Path, tmp_pa
 
     assert struct.unpack_from("@f", raw, p_at)[0] == 1.5
     assert struct.unpack_from("@i", raw, ndim_at)[0] == 1  # pdist is 1-D
+
+
+def test_an_input_torch_cannot_compute_is_a_case_the_checks_must_refuse(run, tmp_path: Path):
+    """try_inputs whose op raises for an input (here an output_size the forward refuses):
+    the case is torch's refusal, judged against the spec's checks, never a traceback."""
+    text = (SPECS / "adaptive_max_pool3d_backward.yaml").read_text().replace("args: [self, [2, 2, 2]]", "args: [self, [2, 2]]")
+    spec = tmp_path / "adaptive_max_pool3d_backward.yaml"
+    spec.write_text(text)
+    res = run("try", spec, "--dtypes", "float")
+    assert "Traceback" not in res.output and res.exit_code == 1, res.output
+    assert "torch refuses it while computing try_inputs" in res.output
+
+
+def test_a_try_inputs_argument_that_names_nothing_says_so(run, tmp_path: Path):
+    text = (SPECS / "_pdist_backward.yaml").read_text().replace("args: [self, p]", "args: [self, q]")
+    spec = tmp_path / "_pdist_backward.yaml"
+    spec.write_text(text)
+    res = run("try", spec)
+    assert res.exit_code == 2, res.output
+    assert "try_inputs: _pdist_forward's argument 'q' is neither a Tensor" in " ".join(res.output.split())

@@ -201,6 +201,7 @@ def test_a_body_that_does_not_compile_is_refused_at_its_spec_line(real_tree: Pat
         (("  sizes: \"{self.size(0) * (self.size(0) - 1) / 2}\"", "  sizes: \"{self.size(0); exit(1)}\""), "output.sizes must be one C++ expression"),
         (("require: \"p >= 0\"", "require: \"p >= 0); system(x\""), "check must be one C++ expression"),
         (("require: \"p >= 0\"", "require: \"p >= 0) || (p\""), "check has an unbalanced bracket"),
+        (("got: {self.dim()}D", "got: {self.dim()D"), "message has an unbalanced { or }"),
         (("try_params: [{p: 2.0}", "try_params: [{p: [1]}"), "each try_params entry maps arguments"),
     ],
 )
@@ -345,7 +346,7 @@ def test_the_pr_description_is_printed_after_the_change_is_applied(real_tree: Pa
     res = run("new-kernel", "adaptive_max_pool3d_backward", "--root", real_tree, "--with-test", "--pr-description")
     assert res.exit_code == 0, res.output
     assert "error:" not in res.output
-    assert "`MPS: adaptive_max_pool3d_backward_out_mps` on `adaptive_max_pool3d_backward`" in res.output
+    assert "`MPS: adaptive_max_pool3d_backward_out_mps` on `adaptive_max_pool3d_backward.grad_input`" in res.output
     test = tmp_path / "test_adaptive_max_pool3d_backward_shader.py"
     assert "DERIVED = {'indices': ['adaptive_max_pool3d', ['self', [2, 2, 2]], 1]}" in test.read_text()
     proc = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True)
