@@ -248,6 +248,11 @@ def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
         # kernel that run the same stub join in the same change
         migrate = any(r.status == "mps-kernel" for r in report.rows)
         step, command = planned_step(tree, op, migrate)
+        if command is None and status == "missing" and _custom_kernel_fits(tree, op):
+            step += (
+                f" Its kernel may be a custom one: write a kernel spec of it (specs/kernels/README.md), then run "
+                f"mpsgen new-kernel {op} --spec YOUR_SPEC --dry-run."
+            )
     elif status == "metal":
         step = f"nothing to add: {op} runs on Metal; test it with `python test/test_mps.py -k {op}`"
         if report.xfails:
@@ -289,6 +294,14 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
         return f"none (mpsgen cannot add {report.op} here): this tree's MPS headers lack {', '.join(missing)}", None
     command = f"mpsgen new-kernel {report.op}"
     return f"ready: `{command} --dry-run` shows the change (a custom kernel, whose body `try` runs here: mpsgen try {report.op})", command
+
+
+def _custom_kernel_fits(tree: PytorchTree, op: str) -> bool:
+    """Whether new-kernel could write ``op``'s kernel, given a spec."""
+    from mpsgen.newkernel import _not_a_kernel_op
+    from mpsgen.tree.native_yaml import read_native_functions
+
+    return _not_a_kernel_op(tree, op, read_native_functions(tree)[1]) is None
 
 
 def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:

@@ -13,6 +13,7 @@ ops the op's tests need on MPS (``tools/autograd/derivatives.yaml``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -20,7 +21,6 @@ from mpsgen.changeset import Changeset
 from mpsgen.edits import add_include, realign_backslashes
 from mpsgen.errors import BadInput, Refused
 from mpsgen.kernelspec import KernelSpec
-from mpsgen.render import render
 from mpsgen.resources import resource_dir
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
@@ -115,6 +115,14 @@ class KernelSignature:
         """The tensors whose sizes and strides the params struct carries: the output, then the
         inputs the kernel reads."""
         return ("output", *self.inputs)
+
+
+def render(template: str, **context: object) -> str:
+    """Templates are rendered (and jinja2 imported) only when code is written: explain and
+    coverage ask this module about rows and signatures, and pay nothing for it."""
+    from mpsgen.render import render as rendered
+
+    return rendered(template, **context)
 
 
 def kernel_paths(stem: str) -> tuple[str, str, str]:
@@ -263,8 +271,13 @@ def choose_row(spec: KernelSpec, rows: list[NativeFunction], yaml_text: str | No
 
 
 def _entry_text(yaml_text: str, row: NativeFunction) -> str:
-    lines = yaml_text.split("\n")
+    lines = _yaml_lines(yaml_text)
     return "\n".join(lines[row.start_line - 1 : row.end_line])
+
+
+@functools.lru_cache(maxsize=2)
+def _yaml_lines(yaml_text: str) -> list[str]:
+    return yaml_text.split("\n")  # (once a run: explain and coverage ask for several ops)
 
 
 def library_block(tree: PytorchTree, stem: str) -> str:
