@@ -1065,8 +1065,8 @@ def _kernel_spec_problems(path: Path) -> list[str]:
                for op, _args, _which in spec.try_inputs.values() if getattr(torch.ops.aten, op, None) is None]
     try:
         return missing + check_kernel_body(spec, torch_signature(torch, spec))
-    except MpsgenError as exc:
-        return missing + [f"{path}: {exc}"]
+    except MpsgenError as exc:  # (its message names the spec file when it is about it)
+        return missing + [str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}"]
 
 
 def _try_kernel(path: Path, dtypes: Optional[str]) -> None:

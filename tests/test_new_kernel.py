@@ -360,3 +360,11 @@ def test_explain_tells_an_op_on_its_own_kernel_without_a_shipped_spec(real_tree:
     res = run("explain", "glu_jvp", "--root", real_tree)
     said = " ".join(res.output.split())
     assert "next: nothing to add: glu_jvp runs on its own Metal kernel (glu_jvp_mps in aten/src/ATen/native/mps/operations/GluJvp.mm)" in said
+
+
+def test_spec_validate_names_the_spec_once(run, tmp_path: Path):
+    spec = write_spec(tmp_path, SHIPPED.replace("inputs: [self]", "inputs: [self, x]"))
+    res = run("spec", "validate", spec)
+    assert res.exit_code == 2
+    said = " ".join(res.output.split())
+    assert said.count(str(spec)) == 1 and "input 'x' is not a Tensor argument of _pdist_forward (self)" in said
