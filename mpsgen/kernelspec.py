@@ -197,7 +197,7 @@ def body_problem(body: str) -> tuple[int, str] | None:
 def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, list[tuple[Location, str]]]:
     import yaml
 
-    from mpsgen.spec import compose
+    from mpsgen.spec import compose, field_string, spec_fields
 
     root = compose(text, shown)
     if isinstance(root, list):
@@ -206,24 +206,10 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
         where = _loc(shown, root) if root is not None else Location(shown, 1, 1)
         return None, [(where, "a kernel spec is a YAML mapping with at least 'name', 'kind: kernel', 'file' and 'body'.")]
     problems: list[tuple[Location, str]] = []
-    fields: dict[str, tuple] = {}
-    for knode, vnode in root.value:
-        key = _scalar(knode)
-        if key not in KERNEL_SPEC_KEYS:
-            problems.append((_loc(shown, knode), f"unknown key {key!r}; a kernel spec knows {', '.join(KERNEL_SPEC_KEYS)}."))
-            continue
-        if key in fields:
-            problems.append((_loc(shown, knode), f"duplicate key {key!r}."))
-        fields[key] = (knode, vnode)
+    fields = spec_fields(root, KERNEL_SPEC_KEYS, f"a kernel spec knows {', '.join(KERNEL_SPEC_KEYS)}", shown, problems)
 
     def string(key: str) -> str | None:
-        if key not in fields:
-            return None
-        v = _scalar(fields[key][1])
-        if not v:
-            problems.append((_loc(shown, fields[key][1]), f"'{key}' must be a non-empty string."))
-            return None
-        return v
+        return field_string(fields, key, shown, problems)
 
     for key, why in (("name", "the aten op, e.g. _pdist_forward"), ("file", "the file stem, e.g. Distance"), ("body", "the kernel body")):
         if key not in fields:

@@ -517,6 +517,32 @@ def compose(text: str, shown: str):
     return _compose_or_problem(text, shown)
 
 
+def spec_fields(root, known: tuple[str, ...], listed: str, shown: str, problems: list) -> dict:
+    """key -> (key node, value node) of a spec's top-level mapping; an unknown key (``listed``
+    says which are known) or a key given twice is a problem at its place."""
+    fields: dict = {}
+    for knode, vnode in root.value:
+        key = _scalar(knode)
+        if key not in known:
+            problems.append((_loc(shown, knode), f"unknown key {key!r}; {listed}."))
+            continue
+        if key in fields:
+            problems.append((_loc(shown, knode), f"duplicate key {key!r}."))
+        fields[key] = (knode, vnode)
+    return fields
+
+
+def field_string(fields: dict, key: str, shown: str, problems: list) -> str | None:
+    """The non-empty string under ``key`` (None when absent; a problem when empty or not a string)."""
+    if key not in fields:
+        return None
+    val = _scalar(fields[key][1])
+    if val is None or val == "":
+        problems.append((_loc(shown, fields[key][1]), f"'{key}' must be a non-empty string."))
+        return None
+    return val
+
+
 def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
     import yaml  # here, not at module level: the CLI starts without it
     problems: list[tuple[Location, str]] = []
@@ -527,25 +553,10 @@ def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Lo
         where = _loc(shown, root) if root is not None else Location(shown, 1, 1)
         return None, [(where, "a spec must be a YAML mapping with at least 'name' and 'kind'.")]
 
-    fields: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-    for knode, vnode in root.value:
-        key = _scalar(knode)
-        if key not in SPEC_KEYS:
-            problems.append((_loc(shown, knode), f"unknown key {key!r}; known keys: {', '.join(SPEC_KEYS)}."))
-            continue
-        if key in fields:
-            problems.append((_loc(shown, knode), f"duplicate key {key!r}."))
-        fields[key] = (knode, vnode)
+    fields = spec_fields(root, SPEC_KEYS, f"known keys: {', '.join(SPEC_KEYS)}", shown, problems)
 
     def need_str(key: str) -> str | None:
-        if key not in fields:
-            return None
-        knode, vnode = fields[key]
-        val = _scalar(vnode)
-        if val is None or val == "":
-            problems.append((_loc(shown, vnode), f"'{key}' must be a non-empty string."))
-            return None
-        return val
+        return field_string(fields, key, shown, problems)
 
     name = need_str("name")
     if "name" not in fields:
