@@ -1019,6 +1019,10 @@ def try_cmd(
         if _is_kernel_spec(path):
             _try_kernel(path, dtypes)
             return
+        reduction = _reduction_spec_path(target, path)
+        if reduction is not None:
+            _try_reduction(reduction, dtypes)
+            return
         if not path.exists() and check_name(target, "OP") is None:
             path = resource_dir("specs") / f"{target}.yaml"
             if not path.is_file():
@@ -1077,6 +1081,37 @@ def _try_kernel(path: Path, dtypes: Optional[str]) -> None:
     with busy(f"compiling {spec.kernel} (cached after the first run) and comparing it with torch's CPU op..."):
         result = run_kernel_trial(spec)
     write_out(kernel_table(result))
+    raise typer.Exit(1 if result.failures else 0)
+
+
+def _reduction_spec_path(target: str, path: Path) -> Path | None:
+    """The reduction spec ``try`` runs: a spec file of ``kind: reduction``, or the shipped one
+    serving the op (``specs/reductions/``: prod; var, std, var_mean, std_mean)."""
+    from mpsgen.reduction import is_reduction_spec_text, shipped_reduction_spec
+
+    if path.is_file() and path.suffix in (".yaml", ".yml"):
+        text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8", "replace")
+        return path if is_reduction_spec_text(text) else None
+    if not path.exists() and check_name(target, "OP") is None:
+        return shipped_reduction_spec(target)
+    return None
+
+
+def _try_reduction(path: Path, dtypes: Optional[str]) -> None:
+    """``mpsgen try`` of a reduction spec: the kernel, threadgroup by threadgroup, against torch's CPU op."""
+    from mpsgen.reduction import REDUCTION_DTYPES, load_reduction_spec
+    from mpsgen.reduction_trial import run_reduction_trial, table
+
+    spec = load_reduction_spec(path, display=str(path))
+    pairs = None
+    if dtypes:
+        wanted = {d.strip().replace("torch.", "") for d in dtypes.split(",") if d.strip()}
+        pairs = {(i, o) for i, o in spec.dtypes if i in wanted or REDUCTION_DTYPES[i] in wanted}
+        if not pairs:
+            raise BadInput(f"--dtypes {dtypes}: no input type the spec registers ({', '.join(dict.fromkeys(i for i, _ in spec.dtypes))}).")
+    with busy(f"compiling {spec.kernel_function} (cached after the first run) and running it threadgroup by threadgroup..."):
+        result = run_reduction_trial(spec, pairs=pairs)
+    write_out(table(result))
     raise typer.Exit(1 if result.failures else 0)
 
 

@@ -31,7 +31,8 @@ class ReductionHelpers:
 
 def read_helpers(text: str) -> ReductionHelpers:
     masked = mask_c_comments_and_strings(text)
-    functions = frozenset(re.findall(r"^\s*(?:inline\s+)?[\w:<>,\s]*?\b(simd_\w+|threadgroup_\w+|welford_\w+)\s*\(", masked, re.M))
+    # definitions: a name, its parameter list, then a body (a call is followed by ; or ) instead)
+    functions = frozenset(re.findall(r"(?<![\w:.])(simd_\w+|threadgroup_\w+|welford_\w+)\s*\((?:[^()]|\([^()]*\))*\)\s*\{", masked))
     structs = frozenset(re.findall(r"^struct\s+(\w+Op)\s*\{", masked, re.M))
     m = re.search(r"\bthreadgroup_welford_combine\s*\(([^)]*)\)\s*\{", masked)
     takes_index = None

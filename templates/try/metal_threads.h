@@ -55,6 +55,36 @@ inline T as_type(U u) {
   static __VA_ARGS__ NAME[COUNT];         \
   mpsgen_threads::touch(NAME, sizeof(NAME))
 
+// Switching fibers: on x86-64 ELF a few instructions saving the callee-saved registers (glibc's
+// swapcontext also saves the signal mask, a system call each switch: ~4x slower here);
+// elsewhere ucontext.
+#if defined(__x86_64__) && defined(__ELF__)
+#define MPSGEN_FAST_SWITCH 1
+extern "C" void mpsgen_switch(void** save_sp, void* to_sp);
+asm(R"(
+  .text
+  .globl mpsgen_switch
+  .type mpsgen_switch, @function
+mpsgen_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size mpsgen_switch, .-mpsgen_switch
+)");
+#endif
+
 namespace mpsgen_threads {
 constexpr unsigned W = 32;
 constexpr size_t STACK = 64 * 1024;
@@ -63,6 +93,7 @@ enum State { RUNNABLE, AT_SIMD, AT_BARRIER, DONE };
 
 struct Fiber {
   ucontext_t ctx;
+  void* sp = nullptr;  // (MPSGEN_FAST_SWITCH) its saved stack pointer
   State state = DONE;
   const void* site = nullptr;
   alignas(16) unsigned char value[SLOT];
@@ -76,6 +107,7 @@ struct Machine {
   std::vector<uint32_t> masks;       // per SIMD-group: its active lanes at that call
   std::vector<void*> touched;        // threadgroup arrays garbage-filled in this threadgroup
   ucontext_t sched;
+  void* sched_sp = nullptr;
   Fiber* current = nullptr;
   unsigned size = 0;
   uint64_t rng = 88172645463325252ull;
@@ -100,17 +132,29 @@ inline void touch(void* p, size_t n) {
   garbage(p, n);
 }
 
+inline void to_scheduler(Fiber* f) {
+#ifdef MPSGEN_FAST_SWITCH
+  mpsgen_switch(&f->sp, M.sched_sp);
+#else
+  swapcontext(&f->ctx, &M.sched);
+#endif
+}
+
 static void trampoline() {
   Fiber* f = M.current;
   M.body(f->tid);
-  f->state = DONE;  // uc_link returns to the scheduler
+  f->state = DONE;
+#ifdef MPSGEN_FAST_SWITCH
+  for (;;) to_scheduler(f);  // never resumed
+#endif
+  // (ucontext: uc_link returns to the scheduler)
 }
 
 inline void park(State s, const void* site) {
   Fiber* f = M.current;
   f->state = s;
   f->site = site;
-  swapcontext(&f->ctx, &M.sched);
+  to_scheduler(f);
 }
 
 // Run `body(tid)` for the `size` threads of one threadgroup; false (M.error set) when the
@@ -130,11 +174,21 @@ inline bool run_threadgroup(unsigned size, uint64_t seed, std::function<void(uns
     Fiber& f = M.fibers[t];
     f.tid = t;
     f.state = RUNNABLE;
+#ifdef MPSGEN_FAST_SWITCH
+    // a stack mpsgen_switch "returns" into trampoline from: six registers, then its address
+    uintptr_t top = (reinterpret_cast<uintptr_t>(M.stacks[t]) + STACK) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top);
+    *--sp = nullptr;  // trampoline's return address (it never returns)
+    *--sp = reinterpret_cast<void*>(&trampoline);
+    for (int r = 0; r < 6; ++r) *--sp = nullptr;
+    f.sp = sp;
+#else
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = M.stacks[t];
     f.ctx.uc_stack.ss_size = STACK;
     f.ctx.uc_link = &M.sched;
     makecontext(&f.ctx, trampoline, 0);
+#endif
   }
   std::vector<unsigned> order(size);
   for (;;) {
@@ -144,7 +198,11 @@ inline bool run_threadgroup(unsigned size, uint64_t seed, std::function<void(uns
       Fiber& f = M.fibers[t];
       if (f.state != RUNNABLE) continue;
       M.current = &f;
+#ifdef MPSGEN_FAST_SWITCH
+      mpsgen_switch(&M.sched_sp, f.sp);
+#else
       swapcontext(&M.sched, &f.ctx);
+#endif
     }
     bool progressed = false;
     for (unsigned g = 0; g < groups; ++g) {
