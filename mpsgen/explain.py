@@ -243,6 +243,8 @@ def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
         step = "MPS is on the shared kernel but its stub has no MPS kernel: register one (see `mpsgen check --explain MPS002`), then `mpsgen check`"
     elif status in ("missing", "mps-kernel") and (kernel := _kernel_step(tree, report)) is not None:
         step, command = kernel
+    elif status in ("missing", "mps-kernel") and (reduces := _reduction_step(tree, report)) is not None:
+        step = reduces  # (never an elementwise kind's hint: its kernel is a reduction)
     elif status in ("missing", "mps-kernel"):
         # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
         # kernel that run the same stub join in the same change
@@ -294,6 +296,37 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
         return f"none (mpsgen cannot add {report.op} here): this tree's MPS headers lack {', '.join(missing)}", None
     command = f"mpsgen new-kernel {report.op}"
     return f"ready: `{command} --dry-run` shows the change (a custom kernel, whose body `try` runs here: mpsgen try {report.op})", command
+
+
+def _reduction_step(tree: PytorchTree, report: OpReport) -> str | None:
+    """The next step of an op that reduces (no row of it tagged pointwise; a row runs a
+    reduction stub, is tagged `reduction` or takes `reduction`/`keepdim`), or None."""
+    from mpsgen.reduction import reduction_evidence, shipped_reduction_spec
+    from mpsgen.tree.native_yaml import read_native_functions
+
+    rows = {e.name: e for e in read_native_functions(tree)[1].of_op(report.op)}
+    if any("pointwise" in e.tags for e in rows.values()):
+        return None
+    why = None
+    for r in report.rows:
+        e = rows.get(r.row)
+        if e is not None and (said := reduction_evidence(e.func, e.tags, r.stub, r.stub_declared)):
+            why = f"row {r.row} ({NATIVE_FUNCTIONS}:{r.line}) {said}"
+            break
+    if why is None:
+        return None
+    spec = shipped_reduction_spec(report.op)
+    if spec is not None:
+        shown = f"specs/reductions/{spec.name}"
+        return (
+            f"none yet ({report.op} is a reduction: {why}): mpsgen's reduction spec {shown} writes its Metal kernel, which "
+            f"try runs here against torch's CPU op (mpsgen try {report.op}); the host function and the migration are not written yet"
+        )
+    verb = "migrate" if report.status == "mps-kernel" else "add"
+    return (
+        f"none (mpsgen cannot {verb} {report.op} here): {report.op} is a reduction ({why}); its kernel reduces, it is no "
+        "elementwise functor, and mpsgen writes reduction kernels only for the stubs of specs/reductions/ (specs/kernels/README.md)"
+    )
 
 
 def _custom_kernel_fits(tree: PytorchTree, op: str) -> bool:

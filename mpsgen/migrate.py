@@ -20,6 +20,7 @@ from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.errors import Refused
 from mpsgen.newop import no_host_kernel_refusal, plan_new_op, rows_of_op
+from mpsgen.reduction import reduction_evidence
 from mpsgen.resources import resource_dir
 from mpsgen.spec import OpSpec
 from mpsgen.text import shorten
@@ -506,6 +507,8 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
         elementwise = ("pointwise" in tags or (inherits and not reduces)) and "reduction" not in tags
         kinds = [guess_kind(r.entry.func) for r in legacy]
         kind = next((k for k in kinds if k != "other"), "other") if elementwise else "other"
+        if not elementwise and "pointwise" not in tags and any(reduction_evidence(e.func, e.tags) for e in family):
+            kind = "reduction"  # (its kernel reduces: mpsgen try runs the reduction specs of specs/reductions/)
         spec = f"specs/{op}.yaml" if specs_dir is not None and (specs_dir / f"{op}.yaml").is_file() else None
         selector = False
         if spec is not None and elementwise:  # the shipped spec knows better (threshold's iterator is binary)
@@ -601,6 +604,8 @@ def format_table(candidates: list[Candidate], width: int = 100) -> str:
 
 
 def _state(c: Candidate) -> str:
+    if c.kind == "reduction":
+        return "a reduction"
     if not c.elementwise:
         return "not elementwise"
     return "ready" if c.migratable and not c.blocker else "needs work"

@@ -166,6 +166,28 @@ def shipped_reduction_spec(op: str) -> Path | None:
     return None
 
 
+# what says a row reduces (its kernel is a reduction, never an elementwise functor): a loss's
+# `int reduction`, a `bool keepdim`, the `reduction` tag, a stub declared in these headers
+REDUCING_ARGUMENTS = {"reduction": "int reduction", "keepdim": "bool keepdim"}
+REDUCTION_STUB_HEADERS = ("ReduceOps.h", "ReduceAllOps.h")
+
+
+def reduction_evidence(func: str, tags: tuple[str, ...] = (), stub: str | None = None, stub_declared: str | None = None) -> str | None:
+    """Why a row of native_functions.yaml reduces (a phrase), or None."""
+    from mpsgen.tree.schema import schema_args
+
+    if stub and stub_declared and stub_declared.rsplit(":", 1)[0].rsplit("/", 1)[-1] in REDUCTION_STUB_HEADERS:
+        return f"runs {stub}, a reduction stub ({stub_declared})"
+    if "reduction" in tags:
+        return "is tagged `reduction`"
+    names = {n for _t, n in schema_args(func)}
+    backward = func.split("(", 1)[0].split(".", 1)[0].endswith("_backward")  # (a loss's backward spreads, it does not reduce)
+    for name, shown in REDUCING_ARGUMENTS.items():
+        if name in names and not (backward and name == "reduction"):
+            return f"takes `{shown}`"
+    return None
+
+
 def _expr_problem(text: str, names: set[str]) -> str | None:
     """Why a spec's Metal expression or statements cannot be one (None: fine)."""
     if not text.strip():

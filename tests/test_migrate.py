@@ -471,8 +471,10 @@ def test_list_json_on_torch_2_13(real_tree: Path, run, release):
     for op in ("acosh", "asinh", "atanh", "frac", "sgn", "sign", "signbit", "pow", "sigmoid_backward",
                "tanh_backward", "logit_backward", "threshold", "sub", "addcmul"):
         assert data[op]["elementwise"], op
-    for op in ("mm", "sort", "cumsum", "argmax"):
+    for op in ("mm", "sort", "cumsum"):
         assert not data[op]["elementwise"] and data[op]["kind"] == "other", op
+    for op in ("argmax", "prod", "var", "std_mean", "mse_loss"):  # (they reduce: never an elementwise kind)
+        assert not data[op]["elementwise"] and data[op]["kind"] == "reduction", op
     assert data["acosh"]["kind"] == "unary" and data["acosh"]["spec"] == "specs/acosh.yaml"
     assert data["acosh"]["rows"][0]["impl"] == {"file": f"{OPS}/UnaryOps.mm", "line": 60, "form": "macro_instance"}
     assert data["acosh"]["migratable"] and "pointwise" in data["acosh"]["tags"]
