@@ -90,3 +90,29 @@ def threadgroup_size(reduction_size: int, limit: int = 1024) -> int:
     """Threads per threadgroup as the host picks them: enough whole SIMD-groups to give every
     thread one element, at most ``limit`` (the pipeline's maxTotalThreadsPerThreadgroup)."""
     return max(32, min(limit, (reduction_size + 31) // 32 * 32))
+
+
+def host_function_name(spec: ReductionSpec) -> str:
+    return f"{spec.kernel}_mps_kernel"
+
+
+def host_text(spec: ReductionSpec, metal_name: str = "ReduceOps.metal") -> str:
+    """The host kernel of the stub (in ``namespace mps``) and its ``REGISTER_DISPATCH``: it
+    takes the stub's reduction iterator (``iter.input(0)``, ``iter.output(k)``: keepdim-shaped,
+    the reduced dims those whose sizes differ), fills what the shared CPU path fills for an empty
+    reduction, refuses offsets past 32 bits with an explicit error, and dispatches one
+    threadgroup of whole SIMD-groups per output element, as ``try`` runs the kernel. A second
+    output is bound (and written) only when the iterator has one: the first is bound twice
+    otherwise."""
+    from mpsgen.render import render
+
+    outputs = len(spec.outputs)
+    types = {"double": "double", "bool": "bool", "int64_t": "int64_t"}
+    parameters = ", ".join(["TensorIterator& iter", *(f"{types[p.type]} {p.name}" for p in spec.params)])
+    bound = ", ".join(["output"] + [f"output{o}" for o in range(1, outputs)])
+    empty = {"nan": "std::numeric_limits<double>::quiet_NaN()", "inf": "std::numeric_limits<double>::infinity()",
+             "-inf": "-std::numeric_limits<double>::infinity()"}.get(spec.empty, spec.empty)
+    return render(
+        "reduction/host.mm.j2", spec=spec, function=host_function_name(spec), parameters=parameters, outputs=outputs,
+        bound=bound, empty=empty, metal_name=metal_name,
+    )

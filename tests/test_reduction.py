@@ -139,3 +139,26 @@ def test_what_the_header_lacks_is_refused_with_the_reason(real_sources):
 @pytest.mark.parametrize("n,limit,threads", [(0, 1024, 32), (1, 1024, 32), (33, 1024, 64), (1024, 1024, 1024), (5000, 1024, 1024), (300, 64, 64)])
 def test_threads_per_threadgroup(n, limit, threads):
     assert threadgroup_size(n, limit) == threads
+
+
+def test_the_host_function_reads_the_reduction_iterator():
+    from mpsgen.reduction_kernel import host_text
+
+    prod = host_text(load_reduction_spec(SPECS / "prod.yaml"))
+    assert prod.startswith("namespace mps {\n") and prod.endswith("REGISTER_DISPATCH(prod_stub, &mps::prod_mps_kernel);")
+    assert "static void prod_mps_kernel(TensorIterator& iter) {" in prod
+    assert "const Tensor& input = iter.input(0);\n  const Tensor& output = iter.output(0);" in prod
+    assert "output.fill_(1);" in prod  # what impl_func_prod fills
+    assert 'tensors with 2^32 elements or more are not supported on MPS' in prod and "last_offset" in prod
+    assert "params.reduction_size = safe_downcast<uint32_t, int64_t>(input.numel() / output.numel());" in prod
+    assert "c10::metal::round_up(params.reduction_size, 32u)" in prod  # as try dispatches (threadgroup_size)
+    assert 'fmt::format("prod_reduction_general_{}_{}", scalarToMetalTypeString(input), scalarToMetalTypeString(output))' in prod
+    assert "mtl_setArgs(computeEncoder, input, output, params);" in prod and "noutputs" not in prod
+    var = host_text(load_reduction_spec(SPECS / "std_var.yaml"))
+    assert "static void std_var_mps_kernel(TensorIterator& iter, double correction, bool take_sqrt) {" in var
+    assert "const Tensor& output1 = iter.noutputs() > 1 ? iter.output(1) : output;" in var
+    assert "params.noutputs = iter.noutputs();" in var and "params.take_sqrt = take_sqrt;" in var
+    assert "output.fill_(std::numeric_limits<double>::quiet_NaN());" in var  # what std_var_out fills
+    assert "mtl_setArgs(computeEncoder, input, output, output1, params);" in var
+    assert var.endswith("REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);")
+    assert max(len(line) for line in (prod + var).splitlines()) <= 120  # PyTorch's .mm column limit
