@@ -152,7 +152,8 @@ def test_the_host_function_reads_the_reduction_iterator():
     assert 'tensors with 2^32 elements or more are not supported on MPS' in prod and "last_offset" in prod
     assert "params.reduction_size = safe_downcast<uint32_t, int64_t>(input.numel() / output.numel());" in prod
     assert "c10::metal::round_up(params.reduction_size, 32u)" in prod  # as try dispatches (threadgroup_size)
-    assert 'fmt::format("prod_reduction_general_{}_{}", scalarToMetalTypeString(input), scalarToMetalTypeString(output))' in prod
+    assert 'fmt::format("prod_reduction_general_{}_{}", scalarToMetalTypeString(input), scalarToMetalTypeString(output));' in prod
+    assert "auto pso = lib.getPipelineStateForFunc(kernel_name);" in prod
     assert "mtl_setArgs(computeEncoder, input, output, params);" in prod and "noutputs" not in prod
     var = host_text(load_reduction_spec(SPECS / "std_var.yaml"))
     assert "static void std_var_mps_kernel(TensorIterator& iter, double correction, bool take_sqrt) {" in var
