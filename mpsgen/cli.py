@@ -576,8 +576,8 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
     bad = 0
     said_no_compiler = False
     for f in files:
-        if _is_kernel_spec(f):
-            shown = _kernel_spec_problems(f)
+        if _is_kernel_spec(f) or _reduction_spec_path(str(f), f) is not None:
+            shown = _kernel_spec_problems(f) if _is_kernel_spec(f) else _reduction_spec_problems(f)
             for line in shown:
                 err.print(line)
             bad += bool(shown)
@@ -1095,6 +1095,32 @@ def _reduction_spec_path(target: str, path: Path) -> Path | None:
     if not path.exists() and check_name(target, "OP") is None:
         return shipped_reduction_spec(target)
     return None
+
+
+def _reduction_spec_problems(path: Path) -> list[str]:
+    """A reduction spec's problems: its keys, and its kernel written against the installed
+    torch's c10/metal/reduction_utils.h and compiled against mpsgen's Metal model."""
+    from mpsgen.errors import SpecErrors
+    from mpsgen.reduction import load_reduction_spec
+    from mpsgen.reduction_kernel import kernel_source, read_helpers
+    from mpsgen.reduction_trial import build, installed_header
+    from mpsgen.trial import compiler, import_torch
+
+    try:
+        spec = load_reduction_spec(path, display=str(path))
+    except SpecErrors as exc:
+        return [f"{loc}: {msg}" for loc, msg in exc.problems]
+    torch, cxx = import_torch(), compiler()
+    if torch is None or cxx is None:
+        err.print(f"note: {path}: without torch and a C++ compiler its kernel is not compiled here (mpsgen try compiles it).")
+        return []
+    try:
+        header = installed_header(torch)
+        text = header.read_text(encoding="utf-8")
+        build(spec, text, kernel_source(spec, read_helpers(text), str(header)), cxx)
+    except MpsgenError as exc:
+        return [str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}"]
+    return []
 
 
 def _try_reduction(path: Path, dtypes: Optional[str]) -> None:

@@ -163,3 +163,16 @@ def test_the_host_function_reads_the_reduction_iterator():
     assert "mtl_setArgs(computeEncoder, input, output, output1, params);" in var
     assert var.endswith("REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);")
     assert max(len(line) for line in (prod + var).splitlines()) <= 120  # PyTorch's .mm column limit
+
+
+def test_spec_validate_knows_reduction_specs(run, tmp_path):
+    res = run("spec", "validate", SPECS / "prod.yaml", SPECS / "std_var.yaml")
+    assert res.exit_code == 0, res.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(PROD.replace('empty: "1"', "empty: 7"))
+    res = run("spec", "validate", bad)
+    assert res.exit_code == 2 and f"{bad}:28:8: 'empty' is what the CPU path fills" in res.output
+    bad.write_text(PROD.replace("load: x\n", "load: x * y\n"))
+    res = run("spec", "validate", bad)
+    assert res.exit_code == 2 and "the reduction kernel does not compile against mpsgen's Metal model" in res.output
+    assert "'y' was not declared" in res.output.replace("‘", "'").replace("’", "'")
