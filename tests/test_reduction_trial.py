@@ -155,3 +155,16 @@ def test_threadgroup_arrays_become_shared_storage():
     assert for_model(text) == (
         "  MPSGEN_TG_ARRAY(shared, 1024 / simdgroup_size, TA);\n  MPSGEN_TG_ARRAY(w, 32, float3);\nvoid f(threadgroup T* data);\n\n"
     )
+
+
+def test_a_host_that_does_not_round_up_to_whole_simd_groups_fails_on_long(monkeypatch):
+    """Threads per threadgroup = the reduced extent (no padding threads): the last SIMD-group is
+    partial, and simd_prod<long> (shuffles over all 32 lanes) reads lanes that do not exist;
+    float's native simd_product reduces the lanes that exist, and stays right."""
+    import mpsgen.reduction_trial as trial
+
+    monkeypatch.setattr(trial, "threadgroup_size", lambda n, limit=1024: max(1, min(n, limit)))
+    spec = replace(load_reduction_spec(SPECS / "prod.yaml"), dtypes=(("long", "long"), ("float", "float")))
+    result = run_reduction_trial(spec)
+    failing = {c.pair for c in result.failures}
+    assert failing == {"long->long"}, [(c.pair, c.what, c.detail) for c in result.failures][:4]
