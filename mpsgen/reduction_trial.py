@@ -200,11 +200,13 @@ class Shape:
     values: str = "random"  # random, edges, near1
     keepdim: bool = False
     limit: int = 1024
+    out_layout: str = "contiguous"  # or "transposed", "sliced": an out= tensor of other strides
 
     def label(self) -> str:
         dims = "all" if self.dims is None else ",".join(map(str, self.dims))
         extra = f", keepdim" if self.keepdim else ""
         extra += f", {self.limit} threads per threadgroup at most" if self.limit != 1024 else ""
+        extra += f", {self.out_layout} output" if self.out_layout != "contiguous" else ""
         return f"{self.sizes} {self.layout} dims={dims} {self.values}{extra}"
 
 
@@ -212,6 +214,8 @@ SHAPES = (
     Shape((5, 7), None),
     Shape((5, 7), (0,)),
     Shape((5, 7), (1,), keepdim=True),
+    Shape((4, 3, 5), (1,), out_layout="transposed"),
+    Shape((6, 5, 3), (2,), layout="transposed", out_layout="sliced"),
     Shape((3, 4, 5), (0, 2)),
     Shape((3, 4, 5), (1, 2), keepdim=True),
     Shape((6, 5), (1,), layout="transposed"),
@@ -274,13 +278,13 @@ def _reference(torch, spec: ReductionSpec, call, x, dims: tuple[int, ...], keepd
         if dims == every:
             result = fn(x, **kwargs)
         elif len(dims) == 1:
-            result = fn(x, dims[0], keepdim=True, **kwargs)
+            result = fn(x, dims[0], keepdim=keepdim, **kwargs)
         else:
             kept = [d for d in every if d not in dims]
             flat = x.permute(*kept, *dims).reshape(*[x.shape[d] for d in kept], -1)
             result = fn(flat, -1, **kwargs)
     else:
-        result = fn(x, dim=list(dims), keepdim=True, **kwargs)
+        result = fn(x, dim=list(dims), keepdim=keepdim, **kwargs)
     results = list(result) if isinstance(result, tuple) else [result]
     shape = [1 if d in dims else n for d, n in enumerate(x.shape)]
     return [r.reshape(shape) for r in results]
@@ -323,7 +327,8 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
         raise Refused(f"{spec.source}: the spec gives no `try:` calls; try compares the kernel with those torch calls.")
     if any(to in ("half", "bfloat") for _ti, to in spec.dtypes):
         result.notes.append("half and bfloat outputs are compared with torch's CPU op computed in float32 and rounded "
-                            "(the kernel accumulates in float; torch's CPU prod of half accumulates in half)")
+                            "(the kernel accumulates in float, as reviewers ask; torch's CPU op may accumulate in the narrow "
+                            "type: its prod of half does)")
     gen = torch.Generator().manual_seed(seed)
     nout = len(spec.outputs)
     jobs = []  # (pair index, its cases, its program's input) for each pair, run together below
@@ -355,7 +360,7 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                     got = [torch.full(out_sizes, fill, dtype=t_out) for _ in expected]
                     planned.append((what, expected, got, reduced))
                     continue
-                out = torch.empty(out_sizes, dtype=t_out)
+                out = _output(torch, out_sizes, t_out, shape.out_layout)
                 strides = lambda t: [0 if n_ == 1 else s for n_, s in zip(t.shape, t.stride())]  # noqa: E731
                 ints = [x.dim(), *x.shape, *strides(x), *out_sizes, *strides(out)]
                 if nout > 1:
@@ -365,7 +370,7 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                 pvals = [float(call.params.get(p.name, 0)) for p in spec.params]
                 tptg = threadgroup_size(reduced, shape.limit)
                 stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), _raw(torch, whole)))
-                planned.append((what, expected, None, reduced))
+                planned.append((what, expected, out, reduced))
         jobs.append((which, ti, to, t_out, planned, stream))
     # the pairs' programs run at once (each is one process on one core)
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
@@ -374,13 +379,13 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
         at = 0
         size = torch.empty(0, dtype=t_out).element_size()
         for what, expected, got, reduced in planned:
-            if got is None:
-                n_el = expected[0].numel()
-                got = []
+            if not isinstance(got, list):  # the out= tensor the kernel wrote: its storage, viewed as it
+                out, got = got, []
+                n_el = out.untyped_storage().nbytes() // size
                 for _k in range(nout):
                     chunk = outputs[at : at + n_el * size]
                     at += n_el * size
-                    got.append(_from_raw(torch, chunk, t_out).reshape(expected[0].shape))
+                    got.append(_from_raw(torch, chunk, t_out).as_strided(out.shape, out.stride()))
             result.cases.append(_compare(torch, f"{ti}->{to}", what, expected, got, reduced))
     return result
 
@@ -389,8 +394,19 @@ def _program_order(ints, nout, pvals, reduced, out, tptg, seed, count, x) -> byt
     """One case as the program reads it."""
     data = struct.pack(f"<{len(ints)}q", *ints)
     data += struct.pack(f"<{len(pvals)}d", *pvals) if pvals else b""
-    data += struct.pack("<7q", reduced, math.prod(out.shape), out.numel(), tptg, seed, count, x.storage_offset())
+    data += struct.pack("<7q", reduced, math.prod(out.shape), out.untyped_storage().nbytes() // out.element_size(), tptg, seed, count,
+                        x.storage_offset())
     return data
+
+
+def _output(torch, sizes: list[int], dtype, layout: str):
+    """The (keepdim-shaped) out= tensor: contiguous, its dims in reverse order in memory, or
+    every other element of a larger one (a view from its storage's start)."""
+    if layout == "transposed":
+        return torch.empty(sizes[::-1], dtype=dtype).permute(*range(len(sizes) - 1, -1, -1))
+    if layout == "sliced":
+        return torch.empty([sizes[0] * 2, *sizes[1:]], dtype=dtype)[::2]
+    return torch.empty(sizes, dtype=dtype)
 
 
 def _run(binary: Path, which: int, stream: list, ti: str, to: str) -> bytes:

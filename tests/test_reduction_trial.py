@@ -62,7 +62,7 @@ def test_each_release_header_runs(real_sources):
 def test_the_cases_cover_what_the_issue_lists():
     labels = " | ".join(s.label() for s in SHAPES)
     for part in ("dims=all", "dims=0 ", "dims=0,2", "keepdim", "transposed", "sliced", "offset", "(4, 0)", "(1, 6, 1)", "(3, 1)",
-                 "edges", "64 threads per threadgroup at most", "(2, 2500)"):
+                 "edges", "64 threads per threadgroup at most", "(2, 2500)", "transposed output", "sliced output"):
         assert part in labels, part
 
 
@@ -83,6 +83,8 @@ PROD_MUTANTS = [
     ("an off-by-one stride", "i += tptg)", "i += tptg + 1)"),
     ("an off-by-one bound", "i < params.reduction_size;", "i <= params.reduction_size;"),
     ("the accumulator starts at 0, not the identity", "TA acc = Op::identity();", "TA acc = TA(0);"),
+    ("the output written at the output element's index, its strides ignored (an out= view)",
+     "output[output_offset] = static_cast<TO>(acc);", "output[tgid] = static_cast<TO>(acc);"),
     ("the reduced elements' offset ignores a dim", "if (params.input_sizes[dim] != params.output_sizes[dim]) {\n      offset",
      "if (dim > 0 && params.input_sizes[dim] != params.output_sizes[dim]) {\n      offset"),
 ]
