@@ -576,7 +576,7 @@ def spec_validate(files: list[Path] = typer.Argument(..., help="spec files")) ->
     bad = 0
     said_no_compiler = False
     for f in files:
-        if _is_kernel_spec(f) or _reduction_spec_path(str(f), f) is not None:
+        if _is_kernel_spec(f) or (f.is_file() and _reduction_spec_path(str(f), f) is not None):
             shown = _kernel_spec_problems(f) if _is_kernel_spec(f) else _reduction_spec_problems(f)
             for line in shown:
                 err.print(line)
