@@ -220,7 +220,10 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
         return None, [(where, "a reduction spec is a YAML mapping with 'stub', 'kind: reduction', 'ops', 'reduce', 'outputs', 'dtypes' and 'empty'.")]
     problems: list[tuple[Location, str]] = []
     fields = spec_fields(root, REDUCTION_KEYS, f"a reduction spec knows {', '.join(REDUCTION_KEYS)}", shown, problems)
-    value = yaml.safe_load(text)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # (a tag the safe loader does not construct)
+        return None, [(Location(shown, 1, 1), f"not a plain YAML mapping: {str(exc).splitlines()[0]}.")]
 
     def at(key: str) -> Location:
         return _loc(shown, fields[key][1]) if key in fields else Location(shown, 1, 1)
@@ -248,7 +251,9 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
     if not isinstance(kernel, str) or check_name(kernel, "kernel"):
         bad("kernel", f"'kernel' is a C identifier, not {kernel!r}.")
     params: list[ReductionParam] = []
-    for p in value.get("params") or []:
+    if not isinstance(value.get("params") or [], list):
+        bad("params", "'params' lists {name: <stub argument>, type: <C++ type>} entries, in the stub's order.")
+    for p in value.get("params") if isinstance(value.get("params"), list) else []:
         if not isinstance(p, dict) or set(p) != {"name", "type"} or p.get("type") not in PARAM_TYPES or check_name(str(p.get("name")), "param"):
             bad("params", f"each param is {{name: <stub argument>, type: {' | '.join(PARAM_TYPES)}}}, in the stub's order; not {p!r}.")
             continue
@@ -270,7 +275,11 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
     elif "reduce" in fields:
         bad("reduce", f"'reduce' is one of the tree's op structs ({', '.join(TREE_OPS)}), welford, or "
             "{identity: <expr>, combine: <expr of a and b>, simd: <the tree's simd_* helper>}.")
-    load = str(value.get("load", "x"))
+    load = value.get("load", "x")
+    if not isinstance(load, (str, int, float)) or isinstance(load, bool):
+        bad("load", "'load' is a Metal expression of x, like x * x.")
+        load = "x"
+    load = str(load)
     if why := _expr_problem(load, names):
         bad("load", f"'load' {why}.")
     accumulate = value.get("accumulate", "opmath")
@@ -279,6 +288,9 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
     if op == WELFORD and accumulate != "float":
         bad("accumulate", "a welford reduction accumulates in float (the tree's welford_combine takes float3).")
     finalize = value.get("finalize") or ""
+    if not isinstance(finalize, str):
+        bad("finalize", "'finalize' is Metal statements (a string).")
+        finalize = ""
     if finalize and (why := _expr_problem(str(finalize), names)):
         bad("finalize", f"'finalize' {why}.")
     outputs = value.get("outputs")
@@ -287,7 +299,9 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
             bad("outputs", "'outputs' lists one or two output values (expressions).")
             outputs = []
         for o in outputs:
-            if why := _expr_problem(str(o), names):
+            if not isinstance(o, (str, int, float)) or isinstance(o, bool):
+                bad("outputs", f"an output value is a Metal expression, not {o!r}.")
+            elif why := _expr_problem(str(o), names):
                 bad("outputs", f"an output value {why}.")
     dtypes = value.get("dtypes")
     if "dtypes" in fields:
@@ -301,7 +315,9 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
     if "empty" in fields and str(empty).lower() not in ("nan", "0", "1", "inf", "-inf"):
         bad("empty", "'empty' is what the CPU path fills for an empty reduction: nan, 0, 1, inf or -inf.")
     calls: list[TryCall] = []
-    for c in value.get("try") or []:
+    if not isinstance(value.get("try") or [], list):
+        bad("try", "'try' lists {call: <torch function>, ...} entries.")
+    for c in value.get("try") if isinstance(value.get("try"), list) else []:
         if not isinstance(c, dict) or not isinstance(c.get("call"), str) or not set(c) <= {"call", "kwargs", "params", "dims"} or c.get("dims", "list") not in ("one", "list"):
             bad("try", f"each try entry is {{call: <torch function>, kwargs: {{...}}, params: {{<stub argument>: value}}, dims: one | list}}; not {c!r}.")
             continue
@@ -311,7 +327,7 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
             continue
         calls.append(TryCall(c["call"], dict(c.get("kwargs") or {}), dict(c.get("params") or {}), c.get("dims", "list")))
     max_dims = value.get("max_dims", 8)
-    if not isinstance(max_dims, int) or not 1 <= max_dims <= 16:
+    if type(max_dims) is not int or not 1 <= max_dims <= 16:
         bad("max_dims", "'max_dims' is a whole number from 1 to 16 (c10::metal::max_ndim).")
     if problems or op is None:
         return None, problems

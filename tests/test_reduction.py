@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpsgen.errors import Refused, SpecErrors
 from mpsgen.reduction import OwnOp, load_reduction_spec, parse_reduction_spec_text, shipped_reduction_spec
@@ -176,3 +178,23 @@ def test_spec_validate_knows_reduction_specs(run, tmp_path):
     res = run("spec", "validate", bad)
     assert res.exit_code == 2 and "the reduction kernel does not compile against mpsgen's Metal model" in res.output
     assert "'y' was not declared" in res.output.replace("‘", "'").replace("’", "'")
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["params: 5", "try: 5", "load: [1]", "finalize: {a: 1}", "max_dims: true", "outputs: [[1]]", "reduce: 5", "ops: 5",
+     "kernel: 5", "file: [x]", "empty: !!python/name:os.system ''"],
+)
+def test_a_value_of_the_wrong_shape_is_a_problem_not_a_traceback(line):
+    key = line.split(":")[0]
+    text = re.sub(rf"^{key}:.*(\n  .*)*", line, PROD, flags=re.M) if re.search(rf"^{key}:", PROD, re.M) else PROD + line + "\n"
+    spec, problems = parse_reduction_spec_text(text, "p.yaml")
+    assert spec is None and problems
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, len(PROD)), st.text(max_size=12))
+def test_any_edit_of_a_spec_is_read_or_refused(at, inserted):
+    text = PROD[:at] + inserted + PROD[at:]
+    spec, problems = parse_reduction_spec_text(text, "p.yaml")
+    assert (spec is None) == bool(problems)
