@@ -1,5 +1,6 @@
-"""Every `mpsgen` command of the README's sh blocks, verbatim, from the top of a practice tree
-holding torch 2.13's real files (the commands of one block run in order, on one tree)."""
+"""Every `mpsgen` command of the sh blocks of the README and of the docs pages (docs/*.md),
+verbatim, from the top of a practice tree holding each release's real files (the commands of
+one block run in order, on one tree)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import REAL
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
+# the README, then the docs pages the commands moved to
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 _BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
 
 
-def readme_blocks() -> list[list[str]]:
+def page_blocks(page: Path) -> list[list[str]]:
+    """The `mpsgen` commands of each sh block of a page (a block without one is left out)."""
     blocks = []
-    for body in _BLOCK.findall(README.read_text()):
+    for body in _BLOCK.findall(page.read_text(encoding="utf-8")):
         cmds = []
         for line in body.splitlines():
             line = line.split("   #")[0].strip()
@@ -29,7 +33,12 @@ def readme_blocks() -> list[list[str]]:
     return blocks
 
 
-BLOCKS = readme_blocks()
+def readme_blocks() -> list[list[str]]:
+    return page_blocks(README)
+
+
+# (page, commands) of every block of the README and the docs
+BLOCKS = [(page.relative_to(README.parent).as_posix(), cmds) for page in PAGES for cmds in page_blocks(page)]
 
 
 def readme_setup_commands() -> list[str]:
@@ -51,15 +60,21 @@ def test_ci_runs_the_readme_setup_commands_verbatim_in_a_fresh_environment():
 
 
 def test_the_readme_has_commands():
-    assert sum(len(b) for b in BLOCKS) >= 10
+    """The README's first op is commands the test runs (coverage to check), and the docs hold
+    the rest: every command the README showed before it became a front door."""
+    first = readme_blocks()
+    assert [c.split()[1] for b in first for c in b] == ["coverage", "explain", "new-op", "new-op", "check"]
+    assert sum(len(b) for _page, b in BLOCKS) >= 30
+    pages = {page for page, _b in BLOCKS}
+    for page in ("onboarding", "new-op", "migrate", "params", "new-kernel", "try", "check"):
+        assert f"docs/{page}.md" in pages
 
 
-@pytest.mark.parametrize("commands", BLOCKS, ids=[b[0][:60] for b in BLOCKS])
-def test_readme_commands_run_verbatim(commands, tmp_path: Path, real_sources):
-    from mpsgen.practice import build_practice_tree
+@pytest.mark.parametrize("page, commands", BLOCKS, ids=[f"{p}: {b[0][:60]}" for p, b in BLOCKS])
+def test_readme_commands_run_verbatim(page, commands, real_tree: Path):
     from tests.conftest import git_init
 
-    root, _ = build_practice_tree(tmp_path / "pytorch", sources=REAL)
+    root = real_tree
     git_init(root)
     for cmd in commands:
         args = shlex.split(cmd)[1:]
@@ -72,17 +87,17 @@ def test_readme_commands_run_verbatim(commands, tmp_path: Path, real_sources):
         assert "Traceback" not in proc.stderr
 
 
-def test_the_coverage_screen_the_readme_shows_is_what_coverage_prints(real_tree: Path, release: str, monkeypatch):
-    """The README's sample of `mpsgen coverage` (its status table, on the practice tree of
-    torch 2.13's files) is what the command prints at 80 columns."""
+def test_the_coverage_screen_the_docs_show_is_what_coverage_prints(real_tree: Path, release: str, monkeypatch):
+    """The docs' sample of `mpsgen coverage` (its status table, on the practice tree of
+    torch 2.13's files, in docs/onboarding.md) is what the command prints at 80 columns."""
     from typer.testing import CliRunner
 
     from mpsgen.cli import app
     from tests.conftest import only_on
     from tests.releases import INSTALLED
 
-    only_on(release, INSTALLED, "the README shows 2.13's practice tree")
-    text = README.read_text(encoding="utf-8")
+    only_on(release, INSTALLED, "the docs show 2.13's practice tree")
+    text = (DOCS / "onboarding.md").read_text(encoding="utf-8")
     start = text.index("```text\nMPS coverage of ")
     shown = text[start + len("```text\n") : text.index("```", start + 8)].rstrip("\n").split("\n")
     monkeypatch.setenv("COLUMNS", "80")
