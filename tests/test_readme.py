@@ -1,5 +1,5 @@
 """Every `mpsgen` command of the README's sh blocks, verbatim, from the top of a practice tree
-holding torch 2.13's real files (the commands of one block run in order, on one tree)."""
+holding each release's real files (the commands of one block run in order, on one tree)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import REAL
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
@@ -55,11 +54,11 @@ def test_the_readme_has_commands():
 
 
 @pytest.mark.parametrize("commands", BLOCKS, ids=[b[0][:60] for b in BLOCKS])
-def test_readme_commands_run_verbatim(commands, tmp_path: Path, real_sources):
-    from mpsgen.practice import build_practice_tree
+def test_readme_commands_run_verbatim(commands, tmp_path: Path, release: str, real_sources):
     from tests.conftest import git_init
+    from tests.releases import build_release_tree
 
-    root, _ = build_practice_tree(tmp_path / "pytorch", sources=REAL)
+    root = build_release_tree(tmp_path / "pytorch", release, real_sources)
     git_init(root)
     for cmd in commands:
         args = shlex.split(cmd)[1:]
