@@ -317,14 +317,22 @@ def errors_of(res) -> list[str]:
     return [line for line in res.stderr.splitlines() if line.startswith(("error:", "refused:"))]
 
 
+# ops whose change needs another op's first: threshold_backward runs threshold's kernel
+# (`kernel: threshold`); sgn_out calls sign_stub for real inputs, which must have its Metal
+# kernel before MPS joins sgn's shared line
+FIRST = {"sgn": "sign"}
+
+
+def first_of(op: str) -> str | None:
+    return FIRST.get(op) or load_spec(resource_dir("specs") / f"{op}.yaml").kernel_of or None
+
+
 def sweep_op(root: Path, op: str, release: str) -> list[str]:
     """The problems of ``op``'s runs on the tree at ``root`` (empty: each went through, or was
-    refused as expected, and every run showed the same change)."""
-    spec = load_spec(resource_dir("specs") / f"{op}.yaml")
-    if spec.kernel_of:  # (its kernel is another op's: that op's migration comes first)
-        res = run_dry(["migrate-from-mpsgraph", spec.kernel_of], root)
-        assert res.exit_code == 0, res.output[-600:]
-        res = CliRunner().invoke(app, ["migrate-from-mpsgraph", spec.kernel_of, "--root", str(root)], catch_exceptions=False)
+    refused as expected, and every run showed the same change); the migration ``op`` needs
+    first is written to that tree."""
+    if (first := first_of(op)) is not None:
+        res = CliRunner().invoke(app, ["migrate-from-mpsgraph", first, "--root", str(root)], catch_exceptions=False)
         assert res.exit_code == 0, res.output[-600:]
     step, runs = op_commands(PytorchTree(root), op)
     refused = REFUSED_IN.get((release, op)) or REFUSED.get(op)
@@ -351,7 +359,7 @@ def sweep_op(root: Path, op: str, release: str) -> list[str]:
 @pytest.mark.parametrize("op", OP_SPECS)
 def test_every_op_spec_goes_through_its_bare_and_flagged_commands(sweep_tree: Path, release: str, op: str, tmp_path: Path):
     root = sweep_tree
-    if load_spec(resource_dir("specs") / f"{op}.yaml").kernel_of:  # (it writes another op's migration first)
+    if first_of(op) is not None:  # (another op's migration is written first)
         root = Path(shutil.copytree(sweep_tree, tmp_path / "pytorch", symlinks=True))
     problems = sweep_op(root, op, release)
     if op in STUB_NOT_FOLLOWED_YET:
@@ -384,3 +392,14 @@ def test_the_sweep_covers_both_releases_and_every_spec():
     assert set(RELEASES) == {INSTALLED, NEWER} or len(RELEASES) == 1  # (MPSGEN_TEST_RELEASES picks one)
     assert len(OP_SPECS) >= 30 and len(KERNEL_SPECS) >= 3
     assert STUB_NOT_FOLLOWED_YET <= set(OP_SPECS) and set(REFUSED) <= set(OP_SPECS)
+
+
+def test_a_kernel_that_also_calls_a_stub_mps_lacks_is_blocked(sweep_tree: Path):
+    """sgn_out runs sgn_stub for complex inputs and sign_stub for the rest (upstream's
+    UnaryOps.cpp): while sign is on MPSGraph, giving MPS sgn's shared line would send real
+    inputs to a stub with no MPS kernel. The blocker names the stub and the way out."""
+    res = run_dry(["migrate-from-mpsgraph", "sgn", "--dry-run"], sweep_tree)
+    assert res.exit_code == 1, res.output[-800:]
+    assert "error: sgn_out (aten/src/ATen/native/UnaryOps.cpp:" in res.stderr
+    assert "also calls sign_stub, which no .mm of this tree registers for MPS" in res.stderr
+    assert "mpsgen migrate-from-mpsgraph sgn" not in explain_op(PytorchTree(sweep_tree), "sgn").next_step
