@@ -183,7 +183,10 @@ def test_cpp_index_finds_what_whole_file_passes_find(tmp_path):
         column-0 "}"): a definition the whole-file pass could not see."""
         return any(a < d.line <= b for a, b in spans.get(d.path, ()))
 
-    differ = [(name, index.find(name), ref) for name, ref in reference.items() if index.find(name) != ref]
+    def same(got, ref) -> bool:  # (name, path, line, stubs, via): what the whole-file pass reads
+        return got is not None and ref is not None and got[:5] == ref[:5]
+
+    differ = [(name, index.find(name), ref) for name, ref in reference.items() if not same(index.find(name), ref)]
     # the index finds the same definition, or an earlier one the whole-file pass skipped
     for name, got, ref in differ:
         assert got is not None and hidden(got), (name, got, ref)
@@ -191,7 +194,7 @@ def test_cpp_index_finds_what_whole_file_passes_find(tmp_path):
     # and nothing the whole-file pass does not find, but such hidden ones
     for name in ("add_stub", "not_a_kernel_anywhere", "if", "return", "namespace", "ceil", "abs_impl", "minimum"):
         got = index.find(name)
-        assert (got is None) if name not in reference and got is None else (got == reference.get(name) or hidden(got)), name
+        assert (got is None) if name not in reference and got is None else (same(got, reference.get(name)) or hidden(got)), name
 
 
 def test_cpp_index_reads_non_ascii_empty_and_first_line_definitions(tmp_path):
