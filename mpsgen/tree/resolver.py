@@ -584,7 +584,9 @@ class StubResolver:
         self._memo: dict[tuple[str, str], StubResolution] = {}
         self._yaml = yaml
         self._yaml_cache: str | None = None
-        self._rows_memo: dict[str, list[NativeFunction]] = {}
+        self._rows_memo: dict[tuple[str, str], list[NativeFunction]] = {}
+        self._heads_cache: dict[str, list[int]] | None = None
+        self._bases: dict[str, list[str]] = {}
         self._active: set[str] = set()  # rows being resolved through a forward (a cycle ends there)
 
     @classmethod
@@ -643,6 +645,10 @@ class StubResolver:
         TORCH_IMPL_FUNC; a plain row's is the function of that name whose parameters are the
         row's schema arguments (upstream overloads ``k_out`` for rows of other dispatch keys).
         (None, why) when the tree's definitions say no one thing."""
+        if len(definitions) == 1 and getattr(entry, "func", None) is None:
+            # one definition of the name: the row's (a row read without its schema, as check
+            # reads them, is not looked up; a second definition is what makes the kind matter)
+            return definitions[0], ""
         structured, func = self._row_kind(entry)
         impl = [d for d in definitions if d.impl]
         plain = [d for d in definitions if not d.impl]
@@ -675,23 +681,48 @@ class StubResolver:
         func = getattr(entry, "func", None)
         if func is not None:
             return bool(getattr(entry, "structured", False)), func
-        found = self._rows(re.escape(entry.name))
+        found = self._rows(entry.name)
         if not found:
             return None, None
         return found[0].structured, found[0].func
 
-    def _rows(self, pattern: str) -> list[NativeFunction]:
-        """The yaml's rows whose ``name[.overload]`` matches ``pattern``, each read from its
-        own lines (the whole file is not scanned row by row: a search finds their headers)."""
-        got = self._rows_memo.get(pattern)
+    def _rows(self, name: str = "", base: str = "") -> list[NativeFunction]:
+        """The yaml's row called ``name`` (``abs.out``), or every row of ``base``, each read from
+        its own lines (the ``- func:`` headers are indexed once, by substring searches)."""
+        key = (name, base)
+        got = self._rows_memo.get(key)
         if got is None:
-            got = []
             text = self._yaml_text() if self._yaml is not None else ""
-            for m in re.finditer(rf"^- func: (?:{pattern})\(", text, re.M):
-                end = text.find("\n- func:", m.end())
-                got.extend(scan_native_functions(text[m.start() : end + 1 if end >= 0 else len(text)]).entries)
-            self._rows_memo[pattern] = got
+            heads = self._heads(text)
+            starts = heads.get(name, ()) if name else [s for n in self._bases.get(base, ()) for s in heads[n]]
+            got = self._rows_memo[key] = []
+            for start in starts:
+                end = text.find("\n- func:", start)
+                got.extend(scan_native_functions(text[start : end + 1 if end >= 0 else len(text)]).entries)
         return got
+
+    def _heads(self, text: str) -> dict[str, list[int]]:
+        """Row name -> offsets of its ``- func:`` lines (and ``self._bases``: base -> names)."""
+        if self._heads_cache is None:
+            heads: dict[str, list[int]] = {}
+            bases: dict[str, list[str]] = {}
+            starts = [0] if text.startswith("- func: ") else []
+            at = text.find("\n- func: ")
+            while at >= 0:
+                starts.append(at + 1)
+                at = text.find("\n- func: ", at + 1)
+            for at in starts:
+                line_end = text.find("\n", at)
+                paren = text.find("(", at, line_end if line_end >= 0 else len(text))
+                if paren < 0:
+                    continue  # (a header torchgen would refuse: no row of it is read)
+                name = text[at + 8 : paren]
+                if name not in heads:
+                    heads[name] = []
+                    bases.setdefault(name.partition(".")[0], []).append(name)
+                heads[name].append(at)
+            self._heads_cache, self._bases = heads, bases
+        return self._heads_cache
 
     def _yaml_text(self) -> str:
         if self._yaml_cache is None:
@@ -818,7 +849,7 @@ class StubResolver:
         if host_kernel(row) is not None:
             return self.resolve(row)
         if row.structured_delegate:
-            delegate = self._rows(re.escape(row.structured_delegate))
+            delegate = self._rows(row.structured_delegate)
             if delegate and host_kernel(delegate[0]) is not None:
                 return self.resolve(delegate[0])
         return None
@@ -832,7 +863,7 @@ class StubResolver:
         base = name[: -len("_outf")] if outf else name[: -len("_out")] if out else name
         params = _param_kinds(definition.params)
         fits = []
-        for row in self._rows(re.escape(base) + r"(?:\.\w+)?"):
+        for row in self._rows(base=base):
             if row.base != base:
                 continue
             schema = _schema_args(row.func)
