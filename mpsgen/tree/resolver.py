@@ -459,6 +459,7 @@ _CPP_KINDS = {
     "optional<Scalar>": "S?", "OptionalScalarRef": "S?",
 }
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_CPP_NOISE = re.compile(r"\bconst\b|\b(?:std|c10|at)::|[\s&*]")  # what a type's kind does not depend on
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlLuU]*")
 _CAST = re.compile(r"(?:const|static|reinterpret)_cast\s*<([^<>]*(?:<[^<>]*>)?[^<>]*)>\s*\(")
 # f( / at::native::f( / native::f( (group 1: the qualifier)
@@ -485,11 +486,11 @@ def _schema_args(func: str) -> list[tuple[str, bool, bool]]:
             continue
         if " " not in raw:
             continue
-        decl, _eq, default = raw.partition("=")
+        decl, eq, _default = raw.partition("=")
         typ = decl.strip().rsplit(" ", 1)[0]
         mutable = "!" in typ
         typ = re.sub(r"\([^)]*\)", "", typ)
-        out.append((_SCHEMA_KINDS.get(typ, "o"), mutable and keyword_only, bool(_eq)))
+        out.append((_SCHEMA_KINDS.get(typ, "o"), mutable and keyword_only, bool(eq)))
     return out
 
 
@@ -507,9 +508,7 @@ def _cpp_param(param: str) -> tuple[str, str]:
     if len([w for w in words if w != "const"]) >= 2 and re.search(r"[A-Za-z_]\w*\s*$", param):
         name = words[-1]
         param = param[: param.rstrip().rfind(name)]
-    typ = re.sub(r"\b(?:const|std::|c10::|at::)|[\s&*]", "", param)
-    typ = typ.replace("std::", "").replace("c10::", "").replace("at::", "")
-    return _CPP_KINDS.get(typ, "o"), name
+    return _CPP_KINDS.get(_CPP_NOISE.sub("", param), "o"), name
 
 
 def _cpp_kinds(params: str) -> tuple[str, ...]:
@@ -531,7 +530,7 @@ def _arg_kind(arg: str, params: dict[str, str]) -> str | None:
         return "N"
     cast = _CAST.match(arg)
     if cast is not None:
-        return _CPP_KINDS.get(re.sub(r"\b(?:const|std::|c10::|at::)|[\s&*]", "", cast.group(1)), None)
+        return _CPP_KINDS.get(_CPP_NOISE.sub("", cast.group(1)), None)
     method = re.fullmatch(r"(\w+)\.to\(.*\)", arg, re.S)
     if method is not None and params.get(method.group(1)) == "T":
         return "T"
