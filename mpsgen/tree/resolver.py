@@ -303,6 +303,7 @@ class _CppIndex:
         self._starts: dict[str, list[tuple[int, int]]] = {}  # name -> (file index, line start)
         self._macro_files: list[int] = []  # files defining a macro whose body has a TORCH_IMPL_FUNC
         self._macros: dict[int, dict[str, KernelDefinition]] = {}  # file index -> macro-made definitions
+        self._macro_names: dict[str, list[int]] | None = None  # name -> files of _macros making it
         self._found: dict[str, tuple[KernelDefinition, ...]] = {}
 
     def _stubs_called(self, body: str) -> tuple[str, ...]:
@@ -348,6 +349,16 @@ class _CppIndex:
                             name, rel, text.count("\n", 0, start) + 1, stubs, via, _copies_integral(body, stubs), True, "", body
                         )
         return made
+
+    def _macro_made(self) -> dict[str, list[int]]:
+        """Name -> the files whose macro instances make a TORCH_IMPL_FUNC of it (every such file
+        expanded at the first kernel asked about, once)."""
+        if self._macro_names is None:
+            self._macro_names = {}
+            for i in self._macro_files:
+                for name in self._made_by_macros(i):
+                    self._macro_names.setdefault(name, []).append(i)
+        return self._macro_names
 
     def meta_inputs(self, op: str) -> tuple[int, str] | None:
         if op not in self._meta:
@@ -396,7 +407,7 @@ class _CppIndex:
         if kernel not in _NOT_FUNCTIONS:
             self._index()
             starts = self._starts.get(kernel, ())
-            macro_files = [i for i in self._macro_files if kernel in self._made_by_macros(i)]
+            macro_files = self._macro_made().get(kernel, ())
             for i in sorted({i for i, _ in starts} | set(macro_files)):
                 text = self._text(i)
                 for _, at in [s for s in self._starts.get(kernel, ()) if s[0] == i]:
