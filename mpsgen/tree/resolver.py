@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS, PytorchTree
-from mpsgen.tree.native_yaml import scan_native_functions
+from mpsgen.tree.native_rows import Dispatch, scan_rows
 from mpsgen.tree.source import close_bracket, split_args
 from mpsgen.tree.stubs import declared_stubs
 from mpsgen.tree.walk import walk_files
@@ -578,6 +578,39 @@ def _passed_to(body: str, stubs: tuple[str, ...]) -> str:
     return ""
 
 
+class YamlRow(NamedTuple):
+    """What the resolver reads of a row it looks up in the yaml (check scans rows without
+    schemas, and loads neither native_yaml's reader nor dataclasses: tests/check/test_cli.py)."""
+
+    base: str
+    overload: str
+    func: str
+    structured: bool
+    structured_delegate: str | None
+    dispatch: tuple[Dispatch, ...]
+    python_module: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.base}.{self.overload}" if self.overload else self.base
+
+
+_ENTRY_KEY = re.compile(r"^  (structured|structured_delegate|python_module): *([^\s#]+)", re.M)
+
+
+def _yaml_row(entry: str) -> YamlRow | None:
+    """The row of one yaml entry's text (from its ``- func:`` line to the next)."""
+    rows = scan_rows(entry)
+    if not rows:
+        return None
+    keys = dict(_ENTRY_KEY.findall(entry))
+    func = entry[len("- func: ") : entry.find("\n") if "\n" in entry else len(entry)].strip()
+    return YamlRow(
+        rows[0].base, rows[0].overload, func, keys.get("structured") == "True", keys.get("structured_delegate"),
+        rows[0].dispatch, keys.get("python_module"),
+    )
+
+
 _RESOLVER_KEY = "StubResolver"  # in PytorchTree.memo
 
 
@@ -594,7 +627,7 @@ class StubResolver:
         self._memo: dict[tuple[str, str], StubResolution] = {}
         self._yaml = yaml
         self._yaml_cache: str | None = None
-        self._rows_memo: dict[tuple[str, str], list[NativeFunction]] = {}
+        self._rows_memo: dict[tuple[str, str], list[YamlRow]] = {}
         self._heads_cache: dict[str, list[int]] | None = None
         self._bases: dict[str, list[str]] = {}
         self._active: set[str] = set()  # rows being resolved through a forward (a cycle ends there)
@@ -696,7 +729,7 @@ class StubResolver:
             return None, None
         return found[0].structured, found[0].func
 
-    def _rows(self, name: str = "", base: str = "") -> list[NativeFunction]:
+    def _rows(self, name: str = "", base: str = "") -> list[YamlRow]:
         """The yaml's row called ``name`` (``abs.out``), or every row of ``base``, each read from
         its own lines (the ``- func:`` headers are indexed once, by substring searches)."""
         key = (name, base)
@@ -708,7 +741,9 @@ class StubResolver:
             got = self._rows_memo[key] = []
             for start in starts:
                 end = text.find("\n- func:", start)
-                got.extend(scan_native_functions(text[start : end + 1 if end >= 0 else len(text)]).entries)
+                row = _yaml_row(text[start : end + 1 if end >= 0 else len(text)])
+                if row is not None:
+                    got.append(row)
         return got
 
     def _heads(self, text: str) -> dict[str, list[int]]:
