@@ -222,13 +222,6 @@ TORCH_IMPL_FUNC(mish_out)(const Tensor& self, const Tensor& result) {
 """,
 }
 
-# the row's kernel passes the stub to a helper (`return unary_op_impl_out(result, self,
-# conj_physical_stub);`, `comparison_op_out(result, self, other, logical_and_stub)` on one line
-# before the next definition, `unary_op_impl_float(self, logit_stub, ...)`): the resolver does
-# not follow that yet (issue 33, item 1). Until it does these ops are refused for their stub,
-# and only for it; once it does, the test says to take them out of this set.
-STUB_NOT_FOLLOWED_YET = frozenset({"conj_physical", "logical_and", "logical_or", "logical_xor", "logit"})
-_STUB_REFUSALS = ("cannot tell which dispatch stub", "runs another op's stub", "calls no declared dispatch stub")
 
 # refusals that are right on these trees, with what they must say
 REFUSED = {
@@ -362,10 +355,6 @@ def test_every_op_spec_goes_through_its_bare_and_flagged_commands(sweep_tree: Pa
     if first_of(op) is not None:  # (another op's migration is written first)
         root = Path(shutil.copytree(sweep_tree, tmp_path / "pytorch", symlinks=True))
     problems = sweep_op(root, op, release)
-    if op in STUB_NOT_FOLLOWED_YET:
-        assert problems, f"{op} goes through now: take it out of STUB_NOT_FOLLOWED_YET"
-        assert all(any(r in p for r in _STUB_REFUSALS) for p in problems if p.startswith("`")), "\n".join(problems)
-        pytest.xfail("the stub resolver does not follow a stub passed to a helper yet (issue 33 item 1): " + problems[0][:300])
     assert not problems, "\n".join(problems)
 
 
@@ -391,7 +380,7 @@ def test_the_sweep_covers_both_releases_and_every_spec():
 
     assert set(RELEASES) == {INSTALLED, NEWER} or len(RELEASES) == 1  # (MPSGEN_TEST_RELEASES picks one)
     assert len(OP_SPECS) >= 30 and len(KERNEL_SPECS) >= 3
-    assert STUB_NOT_FOLLOWED_YET <= set(OP_SPECS) and set(REFUSED) <= set(OP_SPECS)
+    assert set(REFUSED) <= set(OP_SPECS)
 
 
 def test_a_kernel_that_also_calls_a_stub_mps_lacks_is_blocked(sweep_tree: Path):

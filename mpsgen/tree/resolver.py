@@ -198,7 +198,8 @@ def _is_own_stub(stub: str, entry: NativeFunction) -> bool:
 # A definition at the start of a line (PyTorch does not indent namespace contents, and
 # clang-format puts a top-level function's closing brace in column 0): TORCH_IMPL_FUNC(k)
 # with its parameter list, or a plain function ``Tensor& k(...) {``; the body runs to the
-# first "}" in column 0.
+# first "}" in column 0, or to the brace closing its own "{" where that comes first (a
+# definition on one line).
 _TOP_DEFINITION = re.compile(
     r"^(?:TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)|(?:[\w:<>,&*]+[ \t]+)+[&*]?(\w+))\s*\([^;{}]*\)\s*(?:const\s*)?\{(.*?)^\}",
     re.M | re.S,
@@ -413,7 +414,12 @@ class _CppIndex:
                 for _, at in [s for s in self._starts.get(kernel, ()) if s[0] == i]:
                     m = _TOP_DEFINITION.match(text, at)
                     if m is not None and (m.group(1) or m.group(2)) == kernel:
-                        body = _LINE_COMMENT.sub("", m.group(3))
+                        # the body ends at the brace closing its "{" when that comes first: a
+                        # one-line definition's "}" is not in column 0, and the next
+                        # definitions' bodies are not its own
+                        close = close_bracket(text, m.start(3) - 1)
+                        body = text[m.start(3) : close] if 0 <= close < m.end(3) else m.group(3)
+                        body = _LINE_COMMENT.sub("", body)
                         stubs = self._stubs_called(body)
                         opened = text.find("(", m.end(1) if m.group(1) else m.end(2))
                         params = text[opened + 1 : text.rfind(")", opened, m.start(3))]

@@ -516,3 +516,25 @@ def test_declare_dispatch_with_an_inline_function_type_names_its_stub(tmp_path):
         "DECLARE_DISPATCH(unary_fn, plain_stub)\n"
     )
     assert collect_stubs([("Ops.h", h)]) == {"rounding_stub": ("Ops.h", 1), "clip_stub": ("Ops.h", 2), "plain_stub": ("Ops.h", 5)}
+
+
+ONE_LINERS_CPP = """\
+namespace at::native {
+
+Tensor& glom_out(const Tensor& self, const Tensor& other, Tensor& result) { return run_pair(result, self, other, glom_stub); }
+Tensor& frob_out(const Tensor& self, Tensor& result) { return run_into(result, self, frob_stub); }
+
+} // namespace at::native
+"""
+
+
+def test_a_one_line_definition_ends_at_its_own_brace(tmp_path):
+    """A definition written on one line ends where its braces close, not at the next "}" in
+    column 0: the one-line definitions after it are not its body (their stubs are not its own)."""
+    path = tmp_path / "OneLiners.cpp"
+    path.write_text(ONE_LINERS_CPP)
+    r = StubResolver(SHAPES_STUBS, [("aten/src/ATen/native/OneLiners.cpp", str(path))], lambda: SHAPES_YAML)
+    e = scan_native_functions(SHAPES_YAML).by_name()
+    glom = r.resolve(e["glom.out"])
+    assert (glom.stub, glom.definition.stubs, glom.ambiguous) == ("glom_stub", ("glom_stub",), ())
+    assert r.resolve(e["frob.out"]).definition.stubs == ("frob_stub",)
