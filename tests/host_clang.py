@@ -99,7 +99,7 @@ def type_check(clang: list[str], files: list[Path], includes: list[Path], work: 
     does (``#define TORCH_ASSERT_ONLY_METHOD_OPERATORS``) is parsed after a precompiled
     OperationUtils.h (made in ``work``), which it includes anyway; any other on its own."""
     cmd = [*clang, "-std=c++20", "-fblocks", "-fno-objc-arc", "-DAT_PER_OPERATOR_HEADERS", "-DUSE_MPS", "-Wno-everything",
-           "-Werror=objc-method-access",
+           "-Werror=objc-method-access", "-Werror=missing-prototypes",
            "-ferror-limit=0", "-fno-color-diagnostics"]
     for d in includes:
         cmd += ["-I", str(d)]

@@ -11,7 +11,6 @@
 #include <ATen/ops/pow.h>
 #include <ATen/ops/pow_native.h>
 #include <ATen/ops/sub_native.h>
-#include <ATen/ops/xlogy_native.h>
 #endif
 
 namespace at::native {
@@ -82,35 +81,15 @@ TORCH_IMPL_FUNC(sub_out_mps)(const Tensor& self, const Tensor& other, const Scal
   mps::add_sub_lerp_template(self, other, alpha, output, "sub");
 }
 
-// Left behind when xlogy moved onto its stub's Metal kernel (its row names xlogy_out now):
-// nothing dispatches to it any more (`mpsgen check` reports it, MPS007).
-Tensor& xlogy_out_mps(const Tensor& self, const Tensor& other, Tensor& output) {
-  mps::binaryOpTensor(
-      self, other, output, "xlogy", ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x, MPSGraphTensor* y) {
-        // x * log(y), forced to zero where x == 0 (unless y is NaN)
-        MPSGraphTensor* zero = [g constantWithScalar:0.0 dataType:[x dataType]];
-        MPSGraphTensor* prod = [g multiplicationWithPrimaryTensor:x
-                                                  secondaryTensor:[g logarithmWithTensor:y name:nil]
-                                                             name:nil];
-        MPSGraphTensor* xIsZero = [g equalWithPrimaryTensor:x secondaryTensor:zero name:nil];
-        MPSGraphTensor* yIsNan = [g isNaNWithTensor:y name:nil];
-        MPSGraphTensor* useZero = [g logicalANDWithPrimaryTensor:xIsZero
-                                                 secondaryTensor:[g notWithTensor:yIsNan name:nil]
-                                                            name:nil];
-        return [g selectWithPredicateTensor:useZero truePredicateTensor:zero falsePredicateTensor:prod name:nil];
-      });
-  return output;
-}
-
-Tensor& pow_Scalar_out_mps(const Scalar& base, const Tensor& exp, Tensor& result) {
+TORCH_IMPL_FUNC(pow_Scalar_out_mps)(const Scalar& base, const Tensor& exp, const Tensor& result) {
   // Materialise the scalar base as a tensor shaped like `exp`, then reuse the
   // tensor-tensor path.
   if (base.equal(1.0)) {
-    return result.fill_(1);
+    result.fill_(1);
+    return;
   }
   const Tensor base_tensor = at::full_like(exp, base, result.options());
-  at::pow_out(result, base_tensor, exp);
-  return result;
+  at::pow_out(const_cast<Tensor&>(result), base_tensor, exp);
 }
 
 } // namespace at::native
