@@ -68,7 +68,8 @@ def ops_headers(torchgen_parent: Path, yaml_path: Path, tags_path: Path, names: 
     ``yaml_path`` by the torchgen in ``torchgen_parent`` (cached by all three)."""
     key = hashlib.sha256()
     for part in (str(torchgen_parent.resolve()), " ".join(sorted(names)), yaml_path.read_text(encoding="utf-8"),
-                 tags_path.read_text(encoding="utf-8"), _GENERATOR.read_text(encoding="utf-8")):
+                 tags_path.read_text(encoding="utf-8"), _GENERATOR.read_text(encoding="utf-8"),
+                 Path(__file__).read_text(encoding="utf-8")):
         key.update(part.encode() + b"\0")
     out = _CACHE / key.hexdigest()[:24]
     if (out / ".complete").is_file():
@@ -79,6 +80,13 @@ def ops_headers(torchgen_parent: Path, yaml_path: Path, tags_path: Path, names: 
     subprocess.run([sys.executable, "-B", str(_GENERATOR), str(yaml_path),
                     str(tags_path), str(staging), *sorted(names)],
                    check=True, capture_output=True, text=True, env=env, cwd=staging)
+    # only the _native.h headers depend on the dispatch lines; an op's other headers (its schema:
+    # <name>.h, _ops.h, _meta.h) are the wheel's, where it has them, so that a precompiled header
+    # made with one tree's folder reads the same files as a run with another's
+    wheel_ops = torchgen_parent / "torch" / "include" / "ATen" / "ops"
+    for made in (staging / "ATen" / "ops").glob("*.h"):
+        if not made.name.endswith("_native.h") and (wheel_ops / made.name).is_file():
+            made.unlink()
     (staging / ".complete").write_text("")
     try:
         staging.rename(out)  # a concurrent run may have won: then its copy is used
@@ -97,7 +105,8 @@ def type_check(clang: list[str], files: list[Path], includes: list[Path], work: 
     """clang's errors for ``files`` (each its own translation unit), ``includes`` searched in
     order, then the SDK model; [] when there are none. A file starting as every operations/*.mm
     does (``#define TORCH_ASSERT_ONLY_METHOD_OPERATORS``) is parsed after a precompiled
-    OperationUtils.h (made in ``work``), which it includes anyway; any other on its own."""
+    OperationUtils.h (made in ``work`` once: a later run over the same tree's headers reuses
+    it), which it includes anyway; any other on its own."""
     cmd = [*clang, "-std=c++20", "-fblocks", "-fno-objc-arc", "-DAT_PER_OPERATOR_HEADERS", "-DUSE_MPS", "-Wno-everything",
            "-Werror=objc-method-access", "-Werror=missing-prototypes",
            "-ferror-limit=0", "-fno-color-diagnostics"]
@@ -109,10 +118,11 @@ def type_check(clang: list[str], files: list[Path], includes: list[Path], work: 
     runs = []
     if prefixed:
         header, pch = work / "prefix.h", work / "prefix.pch"
-        header.write_text(_PREFIX, encoding="utf-8")
-        made = _clang([*cmd, "-x", "objective-c++-header", str(header), "-o", str(pch)])
-        if made.returncode != 0:
-            return _errors(made)
+        if not pch.is_file():
+            header.write_text(_PREFIX, encoding="utf-8")
+            made = _clang([*cmd, "-x", "objective-c++-header", str(header), "-o", str(pch)])
+            if made.returncode != 0:
+                return _errors(made)
         runs.append([*cmd, "-fsyntax-only", "-x", "objective-c++", "-include-pch", str(pch), *map(str, prefixed)])
     if plain:
         runs.append([*cmd, "-fsyntax-only", "-x", "objective-c++", *map(str, plain)])

@@ -50,13 +50,6 @@ def errors(clang: list[str], root: Path, release: str, files: list[Path], work: 
     return type_check(clang, files, [root / "aten/src", ops, include, include / "torch/csrc/api/include"], work)
 
 
-def test_the_practice_tree_s_own_mm_files(clang, real_tree: Path, release: str, tmp_path: Path):
-    files = sorted((real_tree / OPS).glob("*.mm"))
-    assert len(files) >= 7
-    found = errors(clang, real_tree, release, files, tmp_path / "clang")
-    assert not found, "\n".join(found)
-
-
 # the MPSGraph logit of a tree, as PointwiseOps.mm held it before upstream moved logit to Metal
 # (two plain functions over a static graph helper), for the unary_alpha migration
 POINTWISE_MM = """\
@@ -169,8 +162,39 @@ SHAPES_2_13 = [
 ]
 
 
-def test_every_host_shape_mpsgen_writes(clang, real_tree: Path, release: str, run, tmp_path: Path):
+# host code that looks right but would not build, each on a line of its own
+BROKEN = [
+    "REGISTER_DISPATCH(hardtanh_stub, &fmin_mps_kernel);",  # no such stub (hardtanh runs clamp_stub)
+    "TORCH_IMPL_FUNC(heaviside_out_mps)(const Tensor& self, const Tensor& other, const Tensor& out) {}",  # no MPS row
+    "Tensor& heaviside_out_mps(const Tensor& self, const Tensor& other, Tensor& out) { return out; }",  # nor a plain one
+    'static void one(TensorIteratorBase& iter) { lib.exec_unary_kernel("one"); }',  # the iterator left out
+    'static void two(TensorIteratorBase& iter) { lib.exec_binary_kernel(iter, "two", iter); }',  # not a Scalar
+    "static MPSGraphTensor* three(MPSGraph* g, MPSGraphTensor* x) { return [g powWithPrimaryTensor:x secondaryTensor:x name:nil]; }",
+    "static void four(MPSStream* s) { [s->commandEncoder() dispatchThreads:MTLSizeMake(1, 1, 1)]; }",
+    "static void five(const Tensor& t) { mps::mtl_setArgs(t); }",
+]
+
+
+def test_the_practice_tree_and_every_host_shape_mpsgen_writes(clang, real_tree: Path, release: str, run, tmp_path: Path):
+    """One tree a release, one precompiled OperationUtils.h for its clang runs: its own .mm
+    files as they are (no error), a copy of one with the BROKEN lines (an error at each), then
+    every .mm file that the SHAPES commands change or write (no error)."""
+    work = tmp_path / "clang"
     (real_tree / OPS / "PointwiseOps.mm").write_text(POINTWISE_MM, encoding="utf-8")
+    own = sorted((real_tree / OPS).glob("*.mm"))
+    assert len(own) >= 8
+    broken = tmp_path / "Broken.mm"  # (outside the tree: mpsgen never sees it)
+    text = (real_tree / OPS / "BinaryKernel.mm").read_text(encoding="utf-8")
+    end = text.rindex("} // namespace at::native")
+    broken.write_text(text[:end] + "\n".join(BROKEN) + "\n" + text[end:], encoding="utf-8")
+    found = errors(clang, real_tree, release, own, work)
+    assert not found, "\n".join(found)
+    found = errors(clang, real_tree, release, [broken], work)
+    lines = broken.read_text(encoding="utf-8").split("\n")
+    at = {int(e.split(":")[1]) for e in found if e.startswith(f"{broken}:")}
+    for code in BROKEN:
+        assert lines.index(code) + 1 in at, (code, found)
+
     with open(real_tree / NATIVE_FUNCTIONS, "a", encoding="utf-8") as fh:
         fh.write(FMA_ROW)
     header = real_tree / "aten/src/ATen/native/BinaryOps.h"
@@ -188,30 +212,5 @@ def test_every_host_shape_mpsgen_writes(clang, real_tree: Path, release: str, ru
     written = "\n".join(p.read_text(encoding="utf-8") for p in hosts)
     for args, piece in shapes:
         assert piece in written, (args, piece)
-    found = errors(clang, real_tree, release, hosts, tmp_path / "clang")
+    found = errors(clang, real_tree, release, hosts, work)
     assert not found, "\n".join(found)
-
-
-# host code that looks right but would not build, each on a line of its own
-BROKEN = [
-    "REGISTER_DISPATCH(hardtanh_stub, &fmin_mps_kernel);",  # no such stub (hardtanh runs clamp_stub)
-    "TORCH_IMPL_FUNC(heaviside_out_mps)(const Tensor& self, const Tensor& other, const Tensor& out) {}",  # no MPS row
-    "Tensor& heaviside_out_mps(const Tensor& self, const Tensor& other, Tensor& out) { return out; }",  # nor a plain one
-    'static void one(TensorIteratorBase& iter) { lib.exec_unary_kernel("one"); }',  # the iterator left out
-    'static void two(TensorIteratorBase& iter) { lib.exec_binary_kernel(iter, "two", iter); }',  # not a Scalar
-    "static MPSGraphTensor* three(MPSGraph* g, MPSGraphTensor* x) { return [g powWithPrimaryTensor:x secondaryTensor:x name:nil]; }",
-    "static void four(MPSStream* s) { [s->commandEncoder() dispatchThreads:MTLSizeMake(1, 1, 1)]; }",
-    "static void five(const Tensor& t) { mps::mtl_setArgs(t); }",
-]
-
-
-def test_what_would_not_build_is_an_error_at_its_line(clang, real_tree: Path, release: str, tmp_path: Path):
-    host = real_tree / OPS / "BinaryKernel.mm"
-    text = host.read_text(encoding="utf-8")
-    end = text.rindex("} // namespace at::native")
-    host.write_text(text[:end] + "\n".join(BROKEN) + "\n" + text[end:], encoding="utf-8")
-    lines = host.read_text(encoding="utf-8").split("\n")
-    found = errors(clang, real_tree, release, [host], tmp_path / "clang")
-    at = {int(e.split(":")[1]) for e in found if e.startswith(str(host) + ":")}
-    for code in BROKEN:
-        assert lines.index(code) + 1 in at, (code, found)
