@@ -2,8 +2,8 @@
 ``-fsyntax-only -x objective-c++ -std=c++20 -fblocks -fno-objc-arc -DAT_PER_OPERATOR_HEADERS
 -DUSE_MPS`` (``__APPLE__`` not defined: Linux's ``int64_t`` is ``long``), against
 
-- the tree's own headers (``aten/src``, ``c10``: what an MPS build puts first),
-- the ATen/ops headers torchgen makes from the tree's own native_functions.yaml (with the
+- the tree's own headers (``aten/src``: what a build of the tree puts first),
+- the ``_native.h`` headers torchgen makes from the tree's own native_functions.yaml (with the
   release's torchgen, MPS kept: tests/aten_ops_headers.py), for every operator the files include,
 - the release wheel's ``torch/include``,
 - tests/apple_sdk, mpsgen's model of the Apple SDK.
@@ -64,8 +64,9 @@ def operators_included(texts: list[str]) -> set[str]:
 
 
 def ops_headers(torchgen_parent: Path, yaml_path: Path, tags_path: Path, names: set[str]) -> Path:
-    """A folder holding ATen/ops/<name>{,_ops,_meta,_native}.h for ``names``, generated from
-    ``yaml_path`` by the torchgen in ``torchgen_parent`` (cached by all three)."""
+    """A folder holding ATen/ops/<name>_native.h for ``names`` (and <name>.h, _ops.h, _meta.h
+    for a name the wheel has none of), generated from ``yaml_path`` by the torchgen in
+    ``torchgen_parent``, the folder holding the release's torch/ and torchgen/ (cached by all)."""
     key = hashlib.sha256()
     for part in (str(torchgen_parent.resolve()), " ".join(sorted(names)), yaml_path.read_text(encoding="utf-8"),
                  tags_path.read_text(encoding="utf-8"), _GENERATOR.read_text(encoding="utf-8"),
@@ -98,6 +99,7 @@ def ops_headers(torchgen_parent: Path, yaml_path: Path, tags_path: Path, names: 
 _FIRST_LINE = re.compile(r"\A(?:\s*//[^\n]*\n|\s*\n)*#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n")
 # what every operations/*.mm file starts with: parsed once into a precompiled header (the ATen
 # and MPS headers are most of each file's parse time: ~6 s of CPU each, ~1 s with it)
+_INCLUDES_PREFIX = re.compile(r"^#include <ATen/native/mps/OperationUtils\.h>$", re.M)
 _PREFIX = "#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/native/mps/OperationUtils.h>\n"
 
 
@@ -107,13 +109,16 @@ def type_check(clang: list[str], files: list[Path], includes: list[Path], work: 
     does (``#define TORCH_ASSERT_ONLY_METHOD_OPERATORS``) is parsed after a precompiled
     OperationUtils.h (made in ``work`` once: a later run over the same tree's headers reuses
     it), which it includes anyway; any other on its own."""
+    # errors only, and two warnings as errors: a message the SDK does not declare (a made-up
+    # MPSGraph method is only a warning in Objective-C), and a plain function of at::native that
+    # nothing declares (a kernel whose signature is not its yaml row's: it would not link)
     cmd = [*clang, "-std=c++20", "-fblocks", "-fno-objc-arc", "-DAT_PER_OPERATOR_HEADERS", "-DUSE_MPS", "-Wno-everything",
-           "-Werror=objc-method-access", "-Werror=missing-prototypes",
-           "-ferror-limit=0", "-fno-color-diagnostics"]
+           "-Werror=objc-method-access", "-Werror=missing-prototypes", "-ferror-limit=0", "-fno-color-diagnostics"]
     for d in includes:
         cmd += ["-I", str(d)]
     cmd += ["-isystem", str(SDK_MODEL)]
-    prefixed = [f for f in files if _FIRST_LINE.match(f.read_text(encoding="utf-8"))]
+    # (a file not including OperationUtils.h must not get it from the precompiled header)
+    prefixed = [f for f in files if _FIRST_LINE.match(t := f.read_text(encoding="utf-8")) and _INCLUDES_PREFIX.search(t)]
     plain = [f for f in files if f not in prefixed]
     runs = []
     if prefixed:
