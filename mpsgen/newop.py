@@ -893,8 +893,10 @@ def plan_new_op(
         spec.kernel, stub, spec.base_kind, spec.has_alpha, helper, alpha_type, params_host, selector
     )
     new_mm = mm_edit.add_kernel(mm_src.text, addition)
-    if (params_host is not None or selector is not None) and new_mm != mm_src.text:  # what the host function uses
-        stub_header = resolver.stubs.get(stub, ("",))[0]  # (it declares the stub's argument types)
+    if new_mm != mm_src.text:  # what the host function and its REGISTER_DISPATCH use
+        # the stub's header declares it (REGISTER_DISPATCH names it) and its argument types:
+        # pow_tensor_tensor_stub is Pow.h's, which BinaryKernel.mm does not include otherwise
+        stub_header = resolver.stubs.get(stub, ("",))[0]
         params_header = header or _params_header_of(metal_src.text, metal_rel) if params_host is not None else ""
         for include in (params_header, stub_header):
             if include and include.startswith("aten/src/"):

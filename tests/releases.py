@@ -4,6 +4,7 @@ needed members are extracted once into a cache folder shared by later runs."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -16,13 +17,15 @@ from mpsgen.practice import real_file_sources
 
 INSTALLED = "2.13.0"
 NEWER = "2.14.1"
-# the wheel members a practice tree and the tests read (torchgen whole: the AOTI shim generator)
+# the wheel members a practice tree and the tests read (torchgen whole: the AOTI shim generator
+# and the ATen/ops headers; the C++ headers: what tests/host_clang.py type-checks .mm files with)
 MEMBERS = (
     "torchgen/",
     "torch/testing/_internal/",
-    "torch/include/c10/metal/",
-    "torch/include/ATen/native/",
-    "torch/include/torch/csrc/inductor/aoti_torch/generated/",
+    "torch/include/ATen/",
+    "torch/include/c10/",
+    "torch/include/fmt/",
+    "torch/include/torch/",
     "torch/version.py",
 )
 
@@ -33,7 +36,9 @@ _CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache
 
 def extracted(version: str) -> tuple[Path | None, str]:
     """(folder holding the wheel's torch/ and torchgen/, "") or (None, why it cannot be had)."""
-    site = _CACHE_ROOT / f"torch-{version}"
+    # named by what is extracted: a cache made for other members is not taken for this one
+    members = hashlib.sha256("\n".join(MEMBERS).encode()).hexdigest()[:12]
+    site = _CACHE_ROOT / f"torch-{version}-{members}"
     if (site / ".complete").is_file():
         return site, ""
     with tempfile.TemporaryDirectory(prefix="mpsgen-wheel-") as tmp:

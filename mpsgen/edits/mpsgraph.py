@@ -30,6 +30,7 @@ _TYPEDEF_PLAIN = re.compile(r"^[ \t]*typedef\b[^;()]*?\b(\w+)\s*;", re.M)
 _USING = re.compile(r"^[ \t]*using[ \t]+(\w+)\s*=[^;]*;", re.M)
 _NAMESPACE_MPS = re.compile(r"^namespace[ \t]+mps[ \t]*\{[ \t]*$", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_PASTED = re.compile(r"\b(\w+)\s*##")
 
 
 class StillUsed(Exception):
@@ -102,9 +103,15 @@ def _definitions(text: str, masked: str, starts: list[int]) -> list[_Def]:
 
 
 def _uses(masked_lines: list[str], removed: set[int], name: str, own: range) -> list[int]:
-    """0-based lines outside ``removed`` and ``own`` that name ``name``."""
+    """0-based lines outside ``removed`` and ``own`` that name ``name``, or may make it by
+    token pasting (``mps::binaryOp##other_type`` in a macro body makes binaryOpTensor)."""
     rx = re.compile(rf"\b{re.escape(name)}\b")
-    return [i for i, ln in enumerate(masked_lines) if i not in removed and i not in own and name in ln and rx.search(ln)]
+    return [
+        i
+        for i, ln in enumerate(masked_lines)
+        if i not in removed and i not in own
+        and ((name in ln and rx.search(ln)) or any(name.startswith(p) for p in _PASTED.findall(ln)))
+    ]
 
 
 def _comment_above(lines: list[str], first: int, last: int, removed: set[int]) -> int:

@@ -95,11 +95,6 @@ def build_check_tree(dest: Path, real_sources: dict[str, Path], release: str = I
     edit(root, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(abs);\n", "REGISTER_UNARY_TI_DISPATCH(abs);\nREGISTER_UNARY_TI_DISPATCH(round);\n")
     # the practice nan_to_num (TensorCompare.mm) is the migration tests', not this fixture's
     (root / "aten/src/ATen/native/mps/operations/TensorCompare.mm").unlink(missing_ok=True)
-    # 2.13 runs xlogy through its stub; the practice BinaryOps.mm still has the MPSGraph version
-    text = (root / BINARY_OPS_MM).read_text()
-    start = text.index("TORCH_IMPL_FUNC(xlogy_out_mps)")
-    end = text.index("\n}\n", start) + 3
-    (root / BINARY_OPS_MM).write_text(text[:start] + text[end + 1 :])
     # these ops run Metal kernels in 2.13: their expected failures are gone
     for entry in ('            "hypot": [torch.bfloat16],\n', '            "copysign": [torch.bool],\n', '            "logaddexp": None,\n'):
         edit(root, COMMON_MPS, entry, "")

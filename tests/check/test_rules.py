@@ -124,7 +124,7 @@ def test_mps_row_pointing_at_a_deleted_impl_is_mps001(check_tree):
 
 
 def test_deleted_macro_instance_impl_is_mps001(check_tree):
-    edit(check_tree, BINARY_OPS_MM, "CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, pow, Tensor);\n", "")
+    edit(check_tree, BINARY_OPS_MM, "CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);\n", "")
     assert found(check_tree) == [("MPS001", YAML, line_of(check_tree, YAML, "    MPS: pow_tensor_tensor_out_mps"), 10)]
 
 
@@ -141,11 +141,13 @@ def test_yaml_migrated_but_not_the_host_code(check_tree):
 
 
 def test_dead_plain_function_is_mps007_unless_used_elsewhere(check_tree):
-    edit(check_tree, YAML, "    MPS: pow_Scalar_out_mps\n", "    CPU, CUDA, MPS: pow_Scalar_out\n")
-    dead = ("MPS007", BINARY_OPS_MM, line_of(check_tree, BINARY_OPS_MM, "Tensor& pow_Scalar_out_mps("), 0)
+    # xlogy's rows name xlogy_out (its stub's Metal kernel): an MPSGraph xlogy_out_mps left behind is dead
+    leftover = "Tensor& xlogy_out_mps(const Tensor& self, const Tensor& other, Tensor& output) {\n  return output;\n}\n\n"
+    edit(check_tree, BINARY_OPS_MM, "} // namespace at::native", leftover + "} // namespace at::native")
+    dead = ("MPS007", BINARY_OPS_MM, line_of(check_tree, BINARY_OPS_MM, "Tensor& xlogy_out_mps("), 0)
     assert dead in found(check_tree)
     # a caller elsewhere makes it a helper, not dead code
-    edit(check_tree, BINARY_OPS_MM, "} // namespace at::native", "static void use_it(const Tensor& e, Tensor& r) {\n  pow_Scalar_out_mps(1, e, r);\n}\n\n} // namespace at::native")
+    edit(check_tree, BINARY_OPS_MM, "} // namespace at::native", "static void use_it(const Tensor& a, Tensor& r) {\n  xlogy_out_mps(a, a, r);\n}\n\n} // namespace at::native")
     assert dead not in found(check_tree)
 
 

@@ -1,7 +1,14 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <ATen/TensorIterator.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/native/mps/OperationUtils.h>
+
+#ifndef AT_PER_OPERATOR_HEADERS
+#include <ATen/Functions.h>
+#else
+#include <ATen/ops/maximum.h>
+#endif
 
 namespace at::native {
 #ifndef PYTORCH_JIT_COMPILE_SHADERS

@@ -33,13 +33,13 @@ static void run_two_input_graph(const std::string& key,
   }
   @autoreleasepool {
     auto graph = LookUpOrCreateCachedGraph<MPSBinaryCachedGraph>(key, [&](auto* mpsGraph, auto* entry) {
-      entry->primaryTensor = mpsGraphRankedPlaceHolder(mpsGraph, first);
-      entry->secondaryTensor = mpsGraphRankedPlaceHolder(mpsGraph, second);
-      entry->outputTensor = block(mpsGraph, entry->primaryTensor, entry->secondaryTensor);
+      entry->inputTensor_ = mpsGraphRankedPlaceHolder(mpsGraph, first);
+      entry->otherTensor_ = mpsGraphRankedPlaceHolder(mpsGraph, second);
+      entry->outputTensor_ = block(mpsGraph, entry->inputTensor_, entry->otherTensor_);
     });
-    auto a = Placeholder(graph->primaryTensor, first);
-    auto b = Placeholder(graph->secondaryTensor, second);
-    auto out = Placeholder(graph->outputTensor, result);
+    auto a = Placeholder(graph->inputTensor_, first);
+    auto b = Placeholder(graph->otherTensor_, second);
+    auto out = Placeholder(graph->outputTensor_, result);
     runMPSGraph(getCurrentMPSStream(), graph->graph(), dictionaryFromPlaceholders(a, b), out);
   }
 }

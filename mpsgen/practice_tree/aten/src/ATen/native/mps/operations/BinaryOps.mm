@@ -7,9 +7,10 @@
 #include <ATen/Functions.h>
 #include <ATen/NativeFunctions.h>
 #else
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/pow.h>
 #include <ATen/ops/pow_native.h>
 #include <ATen/ops/sub_native.h>
-#include <ATen/ops/xlogy_native.h>
 #endif
 
 namespace at::native {
@@ -30,14 +31,14 @@ static void binaryOpTensor(const Tensor& self,
   @autoreleasepool {
     const std::string key = op_name + getTensorsStringKey({self, other, output});
     auto graph = LookUpOrCreateCachedGraph<MPSBinaryCachedGraph>(key, [&](auto* mpsGraph, auto* entry) {
-      entry->primaryTensor = mpsGraphRankedPlaceHolder(mpsGraph, self);
-      entry->secondaryTensor = mpsGraphRankedPlaceHolder(mpsGraph, other);
-      MPSGraphTensor* raw = block(mpsGraph, entry->primaryTensor, entry->secondaryTensor);
-      entry->outputTensor = castMPSTensor(mpsGraph, raw, output.scalar_type());
+      entry->inputTensor_ = mpsGraphRankedPlaceHolder(mpsGraph, self);
+      entry->otherTensor_ = mpsGraphRankedPlaceHolder(mpsGraph, other);
+      MPSGraphTensor* raw = block(mpsGraph, entry->inputTensor_, entry->otherTensor_);
+      entry->outputTensor_ = castMPSTensor(mpsGraph, raw, output.scalar_type());
     });
-    auto lhs = Placeholder(graph->primaryTensor, self);
-    auto rhs = Placeholder(graph->secondaryTensor, other);
-    auto out = Placeholder(graph->outputTensor, output);
+    auto lhs = Placeholder(graph->inputTensor_, self);
+    auto rhs = Placeholder(graph->otherTensor_, other);
+    auto out = Placeholder(graph->outputTensor_, output);
     runMPSGraph(getCurrentMPSStream(), graph->graph(), dictionaryFromPlaceholders(lhs, rhs), out);
   }
 }
@@ -74,38 +75,21 @@ static void add_sub_lerp_template(const Tensor& self,
                               });                                                                      \
   }
 
-CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, pow, Tensor);
+CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);
 
 TORCH_IMPL_FUNC(sub_out_mps)(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& output) {
   mps::add_sub_lerp_template(self, other, alpha, output, "sub");
 }
 
-TORCH_IMPL_FUNC(xlogy_out_mps)(const Tensor& self, const Tensor& other, const Tensor& output) {
-  mps::binaryOpTensor(
-      self, other, output, "xlogy", ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x, MPSGraphTensor* y) {
-        // x * log(y), forced to zero where x == 0 (unless y is NaN)
-        MPSGraphTensor* zero = [g constantWithScalar:0.0 dataType:[x dataType]];
-        MPSGraphTensor* prod = [g multiplicationWithPrimaryTensor:x
-                                                  secondaryTensor:[g logarithmWithTensor:y name:nil]
-                                                             name:nil];
-        MPSGraphTensor* xIsZero = [g equalWithPrimaryTensor:x secondaryTensor:zero name:nil];
-        MPSGraphTensor* yIsNan = [g isNaNWithTensor:y name:nil];
-        MPSGraphTensor* useZero = [g logicalANDWithPrimaryTensor:xIsZero
-                                                 secondaryTensor:[g notWithTensor:yIsNan name:nil]
-                                                            name:nil];
-        return [g selectWithPredicateTensor:useZero truePredicateTensor:zero falsePredicateTensor:prod name:nil];
-      });
-}
-
-Tensor& pow_Scalar_out_mps(const Scalar& base, const Tensor& exp, Tensor& result) {
+TORCH_IMPL_FUNC(pow_Scalar_out_mps)(const Scalar& base, const Tensor& exp, const Tensor& result) {
   // Materialise the scalar base as a tensor shaped like `exp`, then reuse the
   // tensor-tensor path.
   if (base.equal(1.0)) {
-    return result.fill_(1);
+    result.fill_(1);
+    return;
   }
   const Tensor base_tensor = at::full_like(exp, base, result.options());
-  at::pow_out(result, base_tensor, exp);
-  return result;
+  at::pow_out(const_cast<Tensor&>(result), base_tensor, exp);
 }
 
 } // namespace at::native

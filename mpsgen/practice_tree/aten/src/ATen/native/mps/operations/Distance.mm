@@ -20,7 +20,7 @@ static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
 
 // cdist forward through the norm of the broadcast difference (no kernel of its own)
 static void cdist_mps_kernel(Tensor& result, const Tensor& x1, const Tensor& x2, const double p) {
-  result.copy_(at::linalg_vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, {-1}));
+  result.copy_(at::linalg_vector_norm(x1.unsqueeze(-2).sub(x2.unsqueeze(-3)), p, {-1}));
 }
 
 static void cdist_backward_mps_kernel(Tensor& result,

@@ -63,7 +63,7 @@ Tensor& nan_to_num_out_mps(const Tensor& self,
     });
     auto input = mps::Placeholder(graph->inputTensor_, self);
     auto output = mps::Placeholder(graph->outputTensor_, result);
-    mps::runMPSGraph(mps::getCurrentMPSStream(), graph->graph(), mps::dictionaryFromPlaceholders(input), output);
+    mps::runMPSGraph(getCurrentMPSStream(), graph->graph(), mps::dictionaryFromPlaceholders(input), output);
   }
   return result;
 }
