@@ -133,8 +133,6 @@ def test_every_command_coverage_and_list_print_runs(prepared: Path, run):
     printed (as dry runs) on a tree where every shipped spec's op has what its command reads."""
     import json
 
-    from tests.test_spec_sweep import STUB_NOT_FOLLOWED_YET
-
     res = run("coverage", "--format", "json", "--root", prepared)
     assert res.exit_code == 0, res.output
     cov = json.loads(res.stdout)
@@ -150,8 +148,6 @@ def test_every_command_coverage_and_list_print_runs(prepared: Path, run):
     assert len({op for op in commands.values()} & shipped) >= 15, commands  # the shipped specs' ops are among them
     failures = []
     for command, op in commands.items():
-        if op in STUB_NOT_FOLLOWED_YET:
-            continue  # (tests/test_spec_sweep.py holds what they give until the resolver follows their stub)
         res = run_as_printed(_as_dry_run(command), prepared)
         if res.exit_code != 0 or [line for line in res.stderr.splitlines() if line.startswith(("error:", "refused:"))]:
             failures.append(f"{op}: `{command}` -> exit {res.exit_code}: {res.output[-300:]}")
