@@ -694,6 +694,15 @@ class ListFormat(str, Enum):
     json = "json"
 
 
+def _shipped_reduction(op: str, row, partial: bool, expr, functor_file, stub) -> Optional[Path]:
+    """The shipped reduction spec serving ``op`` (prod, var, ...) when nothing else was asked for."""
+    from mpsgen.reduction import shipped_reduction_spec
+
+    if row or partial or expr is not None or functor_file is not None or stub is not None:
+        return None
+    return shipped_reduction_spec(op)
+
+
 @app.command("migrate-from-mpsgraph")
 def migrate_from_mpsgraph(
     op: Optional[str] = typer.Argument(None, help="aten op name, e.g. acosh (omit with --list)"),
@@ -769,6 +778,22 @@ def migrate_from_mpsgraph(
             shipped = resource_dir("specs") / f"{op}.yaml"
             if shipped.is_file():
                 spec_file = shipped
+            elif (reduction := _shipped_reduction(op, row, partial, expr, functor_file, stub)) is not None:
+                from mpsgen.reduction import load_reduction_spec
+                from mpsgen.reduction_migrate import plan_reduction_migration
+
+                asked = [f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on]
+                if asked:
+                    raise BadInput(f"{', '.join(asked)}: not written for a reduction ({reduction.name}) yet.", hint="Run without them.")
+
+                tree = PytorchTree.locate(root)
+                from mpsgen.journal import refuse_interrupted
+
+                refuse_interrupted(tree.root)
+                with busy(f"planning the migration of {op}: reading the tree..."):
+                    changeset = plan_reduction_migration(tree, load_reduction_spec(reduction, display=f"specs/reductions/{reduction.name}"), op, allow_dtype_loss=allow_dtype_loss)
+                report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+                return
         spec, notes = build_spec(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row,
             root=root, migrate=True,
