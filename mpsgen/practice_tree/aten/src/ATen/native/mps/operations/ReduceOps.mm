@@ -35,8 +35,12 @@ static void graph_reduce(const Tensor& input,
       for (const auto d : dims) {
         [axes addObject:@(d)];
       }
-      MPSGraphTensor* reduced = kind == GraphReduction::PROD ? [mpsGraph reductionProductWithTensor:cast axes:axes name:nil]
-                                                             : [mpsGraph reductionSumWithTensor:cast axes:axes name:nil];
+      MPSGraphTensor* reduced = nil;
+      if (kind == GraphReduction::PROD) {
+        reduced = [mpsGraph reductionProductWithTensor:cast axes:axes name:nil];
+      } else {
+        reduced = [mpsGraph reductionSumWithTensor:cast axes:axes name:nil];
+      }
       entry->outputTensor_ = [mpsGraph reshapeTensor:reduced withShape:getMPSShape(output) name:nil];
     });
     auto inputPlaceholder = Placeholder(graph->inputTensor_, input);
