@@ -72,27 +72,67 @@ def routed_pairs(utils_text: str | None, where: str = REDUCE_OPS_UTILS) -> set[t
     return pairs
 
 
-def _reduce_ops_cpp_problem(tree: PytorchTree, spec: ReductionSpec) -> str | None:
-    """Why the shared CPU path would not reach the stub on MPS (a device check before it), or None."""
-    src = tree.read_optional(f"{NATIVE_DIR}/ReduceOps.cpp")
-    if src is None:
-        return None
-    lines = src.text.split("\n")
-    for i, line in enumerate(lines):
-        if re.search(rf"\b{re.escape(spec.stub)}\s*\(", line):
-            window = "\n".join(lines[max(0, i - 40) : i])
-            checks = re.findall(r"TORCH_CHECK\s*\(([^;]*is_cpu\(\)[^;]*)\);", window, re.S)
-            if checks and not any("is_mps()" in c for c in checks):
-                return (
-                    f"{NATIVE_DIR}/ReduceOps.cpp checks the device before calling {spec.stub} (line {i + 1}) "
-                    "and does not name MPS: the shared kernel would refuse MPS tensors"
+REDUCE_OPS_CPP = f"{NATIVE_DIR}/ReduceOps.cpp"
+_DEVICE_CHECK = re.compile(r"TORCH_CHECK\s*\(")
+
+
+def _stub_callers(text: str, stub: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of each top-level function of ``text`` that calls ``stub``."""
+    masked = mask_c_comments_and_strings(text)
+    spans = []
+    for m in re.finditer(rf"\b{re.escape(stub)}\s*\(", masked):
+        if masked[: m.start()].rstrip().endswith("DEFINE_DISPATCH("):
+            continue
+        # the function opens on the last line at column 0 before the call that is no brace or comment
+        head = max((h.start() for h in re.finditer(r"^[A-Za-z_][^\n]*\(", masked[: m.start()], re.M)), default=-1)
+        if head < 0 or any(a <= head < b for a, b in spans):
+            continue
+        brace = masked.find("{", head)
+        close = match_close(masked, brace) if brace >= 0 else -1
+        if close > m.start():
+            spans.append((head, close))
+    return spans
+
+
+def device_check_edit(text: str, stub: str, where: str = REDUCE_OPS_CPP) -> tuple[str, list[str]]:
+    """``text`` with MPS added to each device check (``TORCH_CHECK(self.device().is_cpu() || ...``)
+    of a function calling ``stub`` that does not name MPS, and a note of each; refused where a
+    check names devices in another way than mpsgen can extend."""
+    notes = []
+    masked = mask_c_comments_and_strings(text)
+    edits: list[tuple[int, int, str]] = []
+    for start, end in _stub_callers(text, stub):
+        for m in _DEVICE_CHECK.finditer(masked, start, end):
+            close = match_close(masked, m.end() - 1)
+            call = text[m.start() : close + 1]
+            if "is_cpu()" not in call or "is_mps()" in call:
+                continue
+            comma = masked.find(",", m.end(), close)
+            condition = masked[m.end() : comma]
+            devices = list(re.finditer(r"(\w+)\.device\(\)\.is_\w+\(\)", condition))
+            if not devices or re.search(r"&&|!", condition):
+                line = text.count("\n", 0, m.start()) + 1
+                raise Refused(
+                    f"{where}:{line} checks the device before {stub} in a form mpsgen cannot extend to MPS: `{' '.join(call.split())}`.",
+                    hint="Add MPS to that check by hand, then run again.",
                 )
-    return None
+            last = devices[-1]
+            at = m.end() + last.end()
+            edits.append((at, at, f" || {last.group(1)}.device().is_mps()"))
+            said = re.search(r"(\w+), or (\w+) device", text[comma:close])
+            if said:
+                edits.append((comma + said.start(), comma + said.end(), f"{said.group(1)}, {said.group(2)}, or MPS device"))
+            notes.append(f"{where}:{text.count(chr(10), 0, m.start()) + 1}: MPS joins the device check before {stub}")
+    for a, b, new in sorted(edits, reverse=True):
+        text = text[:a] + new + text[b:]
+    return text, notes
 
 
 def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *, allow_dtype_loss: bool = False) -> Changeset:
     yaml_src, table = read_native_functions(tree)
-    of_op = rows_of_op(table, op)
+    # every op reaching the stub moves at once: the stub gets one MPS kernel
+    ops = [op] + [o for o in spec.ops if o != op]
+    of_op = list({e.name: e for o in ops for e in rows_of_op(table, o)}.values())
     legacy = legacy_rows(of_op)
     if not legacy:
         raise Refused(
@@ -106,8 +146,14 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             + "; ".join(f"{r.name}: {r.problem}" for r in blocked) + ".",
             hint="Fix them by hand and run again.",
         )
-    if why := _reduce_ops_cpp_problem(tree, spec):
-        raise Refused(f"{why}.", hint=f"Add `|| self.device().is_mps()` to that check by hand, then run again.")
+    cpp = tree.read_optional(REDUCE_OPS_CPP)
+    if cpp is None or not _stub_callers(cpp.text, spec.stub):
+        raise Refused(
+            f"{REDUCE_OPS_CPP} {'does not call' if cpp is not None else 'is missing; it calls'} {spec.stub}: mpsgen cannot "
+            f"see what the shared kernel checks before reaching it on MPS.",
+            hint="Point --root at a PyTorch checkout.",
+        )
+    cpp_text, cpp_notes = device_check_edit(cpp.text, spec.stub)
     kernels = {r.mps.kernel for r in legacy}
     found = find_impls(tree, kernels)
     missing = sorted(kernels - set(found))
@@ -122,7 +168,9 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
     routed = routed_pairs(utils.text if utils is not None else None)
     kept = tuple(p for p in spec.dtypes if p in routed)
     dropped = [p for p in spec.dtypes if p not in routed]
-    unserved = sorted(p for p in routed if p[0] == p[1] and p not in spec.dtypes)
+    # a same-type pair other than the default output's is asked for through a `dtype=` argument
+    takes_dtype = any("ScalarType? dtype" in e.func for e in of_op)
+    unserved = sorted(p for p in routed if p[0] == p[1] and p not in spec.dtypes) if takes_dtype else []
     common = tree.read_optional(COMMON_MPS)
     complex_listed = common is not None and re.search(
         rf"SUPPORTED_COMPLEX_OPS\s*=\s*\{{[^}}]*[\"']{re.escape(op)}[\"']", common.text, re.S
@@ -143,11 +191,29 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
     changeset = Changeset(tree)
     # -- native_functions.yaml -------------------------------------------------------------
     rows = [r.name for r in legacy]
-    changeset.add(yaml_src, yaml_edit.migrate_rows(yaml_src.text, rows, table))
+    # rows with a shared line and no MPS kernel at all whose kernel ReduceOps.cpp defines
+    # (var.correction_out: `CPU, CUDA: var_out`) run the stub on MPS once it has a kernel
+    companions = [
+        e.name for e in of_op
+        if e.shared_entry is not None and not e.mps_entries
+        and re.search(rf"^[\w:<>&, ]+\b{re.escape(e.shared_entry.kernel)}\(", cpp.text, re.M)
+    ]
+    text = yaml_src.text
+    if companions:  # (a line changes in place: the table's line numbers hold for migrate_rows)
+        text = yaml_edit.add_mps_to_rows(text, companions, table)
+    changeset.add(yaml_src, yaml_edit.migrate_rows(text, rows, table))
     changeset.notes.append(f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(rows)}; its own MPS line is gone")
+    if companions:
+        changeset.notes.append(
+            f"{NATIVE_FUNCTIONS}: MPS joins the shared kernel line of {', '.join(companions)} too (no MPS kernel before; "
+            f"its kernel in {REDUCE_OPS_CPP} reaches {spec.stub})"
+        )
+    if cpp_notes:
+        changeset.add(cpp, cpp_text)
+        changeset.notes.extend(cpp_notes)
 
     # -- the MPSGraph code -----------------------------------------------------------------
-    op_names = {op} | {e.base for e in of_op}
+    op_names = set(ops) | {e.base for e in of_op}
     by_file: dict[str, list] = {}
     for fs in found.values():
         for f in fs:

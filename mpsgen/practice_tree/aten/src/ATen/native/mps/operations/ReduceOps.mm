@@ -7,8 +7,13 @@
 #include <ATen/NativeFunctions.h>
 #else
 #include <ATen/ops/empty.h>
+#include <ATen/ops/mean.h>
 #include <ATen/ops/prod_native.h>
+#include <ATen/ops/std_mean_native.h>
+#include <ATen/ops/std_native.h>
 #include <ATen/ops/trace_native.h>
+#include <ATen/ops/var_mean_native.h>
+#include <ATen/ops/var_native.h>
 #endif
 
 namespace at::native {
@@ -56,6 +61,51 @@ static std::vector<int64_t> all_dims(const Tensor& self) {
   return dims;
 }
 
+// The variance (or its root) of `input` over `dims` through MPSGraph: the squared deviations
+// from the mean, summed and divided by the count less the correction.
+static Tensor graph_std_var(const Tensor& input,
+                            at::OptionalIntArrayRef dim,
+                            const std::optional<Scalar>& correction,
+                            bool keepdim,
+                            bool take_sqrt,
+                            const std::string& name) {
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), name, ": floating point inputs only on MPS");
+  const auto dims = dim.has_value() ? dim->vec() : all_dims(input);
+  Tensor output = at::empty(meta::get_reduction_shape(input, dims, keepdim), input.options());
+  int64_t count = 1;
+  for (const auto d : dims) {
+    count *= input.size(maybe_wrap_dim(d, input.dim()));
+  }
+  const double divisor = std::max(0.0, count - correction.value_or(1).toDouble());
+  @autoreleasepool {
+    const std::string key = name + getTensorsStringKey({input}) + ":" + getArrayRefString(dims) + ":" +
+        std::to_string(divisor) + ":" + std::to_string(keepdim);
+    auto graph = LookUpOrCreateCachedGraph<MPSUnaryCachedGraph>(key, [&](auto* mpsGraph, auto* entry) {
+      entry->inputTensor_ = mpsGraphRankedPlaceHolder(mpsGraph, input);
+      NSMutableArray<NSNumber*>* axes = [NSMutableArray arrayWithCapacity:dims.size()];
+      for (const auto d : dims) {
+        [axes addObject:@(maybe_wrap_dim(d, input.dim()))];
+      }
+      MPSGraphTensor* mean = [mpsGraph meanOfTensor:entry->inputTensor_ axes:axes name:nil];
+      MPSGraphTensor* deviation = [mpsGraph subtractionWithPrimaryTensor:entry->inputTensor_
+                                                         secondaryTensor:mean
+                                                                    name:nil];
+      MPSGraphTensor* squares = [mpsGraph squareWithTensor:deviation name:nil];
+      MPSGraphTensor* sum = [mpsGraph reductionSumWithTensor:squares axes:axes name:nil];
+      MPSGraphTensor* scale = [mpsGraph constantWithScalar:divisor dataType:getMPSDataType(input)];
+      MPSGraphTensor* result = [mpsGraph divisionWithPrimaryTensor:sum secondaryTensor:scale name:nil];
+      if (take_sqrt) {
+        result = [mpsGraph squareRootWithTensor:result name:nil];
+      }
+      entry->outputTensor_ = [mpsGraph reshapeTensor:result withShape:getMPSShape(output) name:nil];
+    });
+    auto inputPlaceholder = Placeholder(graph->inputTensor_, input);
+    auto outputPlaceholder = Placeholder(graph->outputTensor_, output);
+    runMPSGraph(getCurrentMPSStream(), graph->graph(), dictionaryFromPlaceholders(inputPlaceholder), outputPlaceholder);
+  }
+  return output;
+}
+
 } // namespace mps
 
 Tensor trace_mps(const Tensor& self) {
@@ -82,6 +132,36 @@ Tensor prod_mps(const Tensor& self, std::optional<ScalarType> opt_dtype) {
   }
   mps::graph_reduce(self, mps::all_dims(self), result, mps::GraphReduction::PROD, "prod_mps");
   return result;
+}
+
+Tensor var_mps(const Tensor& input,
+               at::OptionalIntArrayRef dim,
+               const std::optional<Scalar>& correction,
+               bool keepdim) {
+  return mps::graph_std_var(input, dim, correction, keepdim, /*take_sqrt=*/false, "var_mps");
+}
+
+Tensor std_mps(const Tensor& input,
+               at::OptionalIntArrayRef dim,
+               const std::optional<Scalar>& correction,
+               bool keepdim) {
+  return mps::graph_std_var(input, dim, correction, keepdim, /*take_sqrt=*/true, "std_mps");
+}
+
+std::tuple<Tensor, Tensor> var_mean_mps(const Tensor& input,
+                                        at::OptionalIntArrayRef dim,
+                                        const std::optional<Scalar>& correction,
+                                        bool keepdim) {
+  Tensor var = mps::graph_std_var(input, dim, correction, keepdim, /*take_sqrt=*/false, "var_mean_mps");
+  return std::make_tuple(var, at::mean(input, dim, keepdim));
+}
+
+std::tuple<Tensor, Tensor> std_mean_mps(const Tensor& input,
+                                        at::OptionalIntArrayRef dim,
+                                        const std::optional<Scalar>& correction,
+                                        bool keepdim) {
+  Tensor std = mps::graph_std_var(input, dim, correction, keepdim, /*take_sqrt=*/true, "std_mean_mps");
+  return std::make_tuple(std, at::mean(input, dim, keepdim));
 }
 
 } // namespace at::native
