@@ -105,12 +105,12 @@ def device_check_edit(text: str, stub: str, where: str = REDUCE_OPS_CPP) -> tupl
         for m in _DEVICE_CHECK.finditer(masked, start, end):
             close = match_close(masked, m.end() - 1)
             call = text[m.start() : close + 1]
-            if "is_cpu()" not in call or "is_mps()" in call:
+            if not re.search(r"is_cpu\(\)|DeviceType::CPU\b|\bkCPU\b", call) or re.search(r"is_mps\(\)|DeviceType::MPS\b|\bkMPS\b", call):
                 continue
             comma = masked.find(",", m.end(), close)
             condition = masked[m.end() : comma]
-            devices = list(re.finditer(r"(\w+)\.device\(\)\.is_\w+\(\)", condition))
-            if not devices or re.search(r"&&|!", condition):
+            devices = list(re.finditer(r"(\w+)((?:\.device\(\))?)\.is_\w+\(\)", condition))
+            if not devices or re.search(r"&&|!|==", condition):
                 line = text.count("\n", 0, m.start()) + 1
                 raise Refused(
                     f"{where}:{line} checks the device before {stub} in a form mpsgen cannot extend to MPS: `{' '.join(call.split())}`.",
@@ -118,7 +118,7 @@ def device_check_edit(text: str, stub: str, where: str = REDUCE_OPS_CPP) -> tupl
                 )
             last = devices[-1]
             at = m.end() + last.end()
-            edits.append((at, at, f" || {last.group(1)}.device().is_mps()"))
+            edits.append((at, at, f" || {last.group(1)}{last.group(2)}.is_mps()"))  # (in the form of the last)
             said = re.search(r"(\w+), or (\w+) device", text[comma:close])
             if said:
                 edits.append((comma + said.start(), comma + said.end(), f"{said.group(1)}, {said.group(2)}, or MPS device"))

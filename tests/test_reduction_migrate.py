@@ -71,7 +71,7 @@ def test_migrate_prod(run, real_tree, release):
     assert not re.search(r"\bprod(_out)?_mps\b", yaml)
     mm = (real_tree / MM).read_text()
     assert not re.search(r"\bprod(_out)?_mps\b", mm) and "prod_native.h" not in mm
-    assert "all_dims" not in mm  # (only the removed prod_mps used it)
+    assert "all_dims" in mm  # (the var code still uses it)
     assert "trace_mps" in mm and "graph_reduce" in mm  # what other code uses stays
     assert "REGISTER_DISPATCH(prod_stub, &mps::prod_mps_kernel);" in mm
     assert "#include <ATen/native/mps/kernels/ReduceOps.h>" in mm
@@ -96,3 +96,77 @@ def test_migrate_prod(run, real_tree, release):
 def test_reduction_companions_are_refused(run, real_tree):
     res = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--with-test", "--dry-run", "--root", real_tree)
     assert res.exit_code != 0 and "--with-test" in res.output and "Traceback" not in res.output
+
+
+# device checks in the forms ReduceOps.cpp has had (mpsgen's own text, upstream's shapes)
+_CHECKED = """static Tensor& reduce_out(const char* name, Tensor& result, const Tensor& self) {{
+  TORCH_CHECK({condition},
+              name, " runs on a CPU, CUDA, or XPU device only, got: ", self.device().type());
+  auto iter = make_reduction(name, result, self);
+  the_stub(iter.device_type(), iter, 1.0, false);
+  return result;
+}}
+
+static Tensor& other_out(Tensor& result, const Tensor& self) {{
+  TORCH_CHECK(self.device().is_cpu(), "other: CPU only");
+  return result;
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "condition, becomes",
+    [
+        ("self.device().is_cpu() || self.device().is_cuda() || self.device().is_xpu()",
+         "self.device().is_cpu() || self.device().is_cuda() || self.device().is_xpu() || self.device().is_mps()"),
+        ("self.device().is_cpu() || self.is_cuda() || self.is_xpu()", "self.device().is_cpu() || self.is_cuda() || self.is_xpu() || self.is_mps()"),
+        ("self.device().is_cpu() || self.device().is_mps()", None),  # MPS there already: nothing to do
+    ],
+)
+def test_mps_joins_the_device_check_before_the_stub(condition, becomes):
+    from mpsgen.reduction_migrate import device_check_edit
+
+    text = _CHECKED.format(condition=condition)
+    new, notes = device_check_edit(text, "the_stub")
+    if becomes is None:
+        assert new == text and notes == []
+        return
+    assert new == text.replace(condition, becomes).replace("CPU, CUDA, or XPU device", "CPU, CUDA, XPU, or MPS device")
+    assert notes == ["aten/src/ATen/native/ReduceOps.cpp:2: MPS joins the device check before the_stub"]
+    assert 'TORCH_CHECK(self.device().is_cpu(), "other: CPU only")' in new  # a function not reaching the stub keeps its check
+
+
+def test_a_device_check_of_another_form_is_refused_with_its_line():
+    from mpsgen.reduction_migrate import device_check_edit
+
+    text = _CHECKED.format(condition="self.device().type() == DeviceType::CPU || self.device().type() == DeviceType::CUDA")
+    with pytest.raises(Refused, match=r"ReduceOps.cpp:2 checks the device before the_stub"):
+        device_check_edit(text, "the_stub")
+
+
+def test_migrate_var_std_var_mean_std_mean(run, real_tree, release):
+    findings = _findings(run, real_tree)
+    res = run("migrate-from-mpsgraph", "std_mean", "--root", real_tree)  # any op of the spec moves them all
+    assert res.exit_code == 0, res.output
+    yaml = (real_tree / YAML).read_text()
+    shared = "CPU, CUDA, MPS" if release == "2.13.0" else "CPU, CUDA, XPU, MPS"
+    for kernel in ("var", "std", "var_mean", "std_mean", "var_out", "std_out"):
+        assert f"    {shared}: {kernel}\n" in yaml, kernel
+    assert not re.search(r"\b(var|std|var_mean|std_mean)_mps\b", yaml)
+    mm = (real_tree / MM).read_text()
+    assert not re.search(r"\b(var|std|var_mean|std_mean)_mps\b|graph_std_var", mm)
+    assert "prod_mps" in mm and "all_dims" in mm  # prod's MPSGraph code (and its helper) stays
+    assert "REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);" in mm
+    cpp = (real_tree / "aten/src/ATen/native/ReduceOps.cpp").read_text()
+    assert cpp.count("|| self.device().is_mps()") == 2
+    metal = (real_tree / METAL).read_text()
+    assert set(re.findall(r"^REGISTER_STD_VAR_REDUCTION\((\w+), (\w+)\);", metal, re.M)) == {("float", "float"), ("half", "half"), ("bfloat", "bfloat")}
+    assert _findings(run, real_tree) == findings
+    # then prod joins the same files
+    assert run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--root", real_tree).exit_code == 0
+    mm = (real_tree / MM).read_text()
+    assert len(re.findall(r"^static auto& lib = ", mm, re.M)) == 1 and "REGISTER_DISPATCH(prod_stub" in mm
+    assert "#include <ATen/native/mps/kernels/ReduceOps.h>" in mm and mm.count("kernels/ReduceOps.h") == 1
+    assert "all_dims" not in mm and "graph_reduce" in mm  # the helper nothing uses goes; trace's stays
+    assert "\n\n\n" not in mm and max(len(ln) for ln in mm.splitlines()) <= 120
+    assert _findings(run, real_tree) == findings
