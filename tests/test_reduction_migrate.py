@@ -170,3 +170,16 @@ def test_migrate_var_std_var_mean_std_mean(run, real_tree, release):
     assert "all_dims" not in mm and "graph_reduce" in mm  # the helper nothing uses goes; trace's stays
     assert "\n\n\n" not in mm and max(len(ln) for ln in mm.splitlines()) <= 120
     assert _findings(run, real_tree) == findings
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="check ties prod/var rows to their stub only through a .cpp static helper (impl_func_prod, std_var_out): "
+    "issue-33r's resolver follows them; remove this mark when it is merged",
+)
+def test_check_reports_a_reduction_stub_left_without_its_kernel(run, real_tree):
+    assert run("migrate-from-mpsgraph", "var", "--root", real_tree).exit_code == 0
+    mm = real_tree / MM
+    mm.write_text(mm.read_text().replace("REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);\n", ""))
+    res = run("check", "--root", real_tree, "--select", "MPS002")
+    assert res.exit_code == 1 and "std_var_stub" in res.output
