@@ -318,7 +318,7 @@ def _reduction_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | Non
     spec = shipped_reduction_spec(report.op)
     if spec is not None:
         shown = f"specs/reductions/{spec.name}"
-        if report.status == "mps-kernel":
+        if any(r.status == "mps-kernel" for r in report.rows):  # rows on MPSGraph code: migrate them
             return _reduction_migration_step(tree, report.op, spec, shown, why)
         return (
             f"none yet ({report.op} is a reduction: {why}): mpsgen's reduction spec {shown} writes its Metal kernel, which "
@@ -353,7 +353,11 @@ def _reduction_migration_step(tree: PytorchTree, op: str, path, shown: str, why:
         else:
             command = f"{base} --allow-dtype-loss --dry-run"
             lost = refused.message.split(": ", 1)[-1]
-            return f"`{command}` shows the change; without the flag it is refused: {lost}", command
+            return (
+                f"`{command}` shows the change ({op} is a reduction; its kernel: {shown}, mpsgen try {op}); "
+                f"without the flag it is refused: {lost}",
+                command,
+            )
     return f"none yet ({op} is a reduction: {why}; its kernel: {shown}): {refused.message}", None
 
 
