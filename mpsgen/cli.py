@@ -20,6 +20,7 @@ from mpsgen.spec import (
     KINDS,
     FunctorSource,
     OpSpec,
+    check_dtype_groups,
     check_name,
     load_spec,
     parse_spec,
@@ -340,10 +341,11 @@ def build_spec(
     root: Optional[Path] = None,
     migrate: bool = False,
 ) -> tuple[OpSpec, list[str]]:
-    """The spec of this run and notes on how it was chosen: the ``--spec`` file (or a shipped
-    one) with the flags laid over it, else the flags, with the kind read from the rows'
-    schemas and the dtype groups from the op's OpInfo where no flag gives them; checked once
-    by :func:`mpsgen.spec.spec_problems`, however it was assembled."""
+    """The spec of this run and notes on how it was chosen: the ``--spec`` file, or the spec
+    mpsgen ships for the op when no functor is typed (--expr, --functor-file), with the flags
+    checked against it (:func:`spec_with_flags`); else the flags, with the kind read from the
+    rows' schemas and the dtype groups from the op's OpInfo where no flag gives them; checked
+    once by :func:`mpsgen.spec.spec_problems`, however it was assembled."""
     if why := check_name(op, "op name"):
         raise BadInput(why, hint="Give the aten op name, e.g. `mpsgen new-op heaviside --binary`.")
     chosen = [k for k, on in (("unary", unary), ("binary", binary)) if on] + ([kind] if kind else [])
@@ -366,28 +368,23 @@ def build_spec(
             raise BadInput(f"--functor-file {functor_file}: cannot read it ({exc}).") from None
         functor = FunctorSource(body=body, origin=f"--functor-file {functor_file}", line=1)
 
+    if spec_file is None and functor is None and check_name(op, "op name") is None:
+        # no functor of one's own: the spec mpsgen ships for the op, if any, is the spec of the
+        # run (kind, dtypes and functor), the kind and dtype flags checked against it
+        shipped = resource_dir("specs") / f"{op}.yaml"
+        if shipped.is_file():
+            spec_file = shipped
     if spec_file is not None:
         spec_file = shipped_spec_path(spec_file)
         base = load_spec(spec_file)
         if base.name != op:
             raise BadInput(f"--spec {spec_file} describes {base.name!r}, not {op!r}.")
-        if chosen and chosen[0] != base.kind:
-            raise BadInput(f"--{chosen[0]} contradicts the spec's kind {base.kind!r} ({spec_file}).")
-        spec = dataclasses.replace(
-            base,
-            dtypes=base.dtypes + groups,
-            stub=stub or base.stub,
-            rows=tuple(rows) if rows else base.rows,
-            functor=functor or base.functor,
-        )
+        spec, said = spec_with_flags(base, _spec_shown(spec_file, op), chosen[0] if chosen else None, groups)
+        notes += said
+        spec = dataclasses.replace(spec, stub=stub or base.stub, rows=tuple(rows) if rows else base.rows, functor=functor or base.functor)
         origin = f"--spec {spec_file} with the flags given"
     else:
         from mpsgen.newop import kind_and_dtypes_from_tree, kind_flag
-
-        if functor is None:
-            shipped = resource_dir("specs") / f"{op}.yaml"
-            if shipped.is_file():
-                functor = load_spec(shipped, display=f"specs/{op}.yaml").functor
 
         def flags_spec(kind: str, groups: tuple[str, ...]) -> OpSpec:
             return OpSpec(
@@ -414,6 +411,52 @@ def build_spec(
     return spec, notes
 
 
+# the dtype groups a flag types (float is always registered; bool_out is the functor's own)
+_FLAG_GROUPS = {"int2float": "--int2float", "integer": "--integer", "integer_no_bool": "--integer-no-bool", "complex": "--complex", "opmath": "--opmath"}
+
+
+def _spec_shown(spec_file: Path, op: str) -> str:
+    """How an error names the spec of a run: the shipped one by its place in mpsgen."""
+    shipped = resource_dir("specs") / f"{op}.yaml"
+    with contextlib.suppress(OSError):
+        if spec_file.resolve() == shipped.resolve():
+            return f"specs/{op}.yaml (the spec mpsgen ships for {op})"
+    return str(spec_file)
+
+
+def spec_with_flags(base: OpSpec, shown: str, kind: Optional[str], groups: tuple[str, ...]) -> tuple[OpSpec, list[str]]:
+    """``base`` with the kind and dtype flags typed beside it, and notes on what they did: a
+    kind flag must say the spec's kind; dtype flags choose among the spec's dtype groups (its
+    functor is written for those only), and a group the spec does not list is refused, naming
+    the flag and the spec; without dtype flags the spec's dtypes are used."""
+    from mpsgen.newop import kind_flag
+
+    if kind is not None and kind != base.kind:
+        raise BadInput(
+            f"{kind_flag(kind)} contradicts {shown}: its kind is {base.kind} ({kind_flag(base.kind)}). Leave the kind flag out "
+            f"to use the spec, or give a functor of your own for that kind (--expr or --functor-file) or another --spec; nothing written."
+        )
+    notes = []
+    if kind is not None:
+        notes.append(f"kind {base.kind} ({kind_flag(kind)}): {shown} says the same")
+    if not groups:
+        return base, notes
+    if problems := check_dtype_groups(base.kind, list(groups)):
+        raise BadInput("the flags: " + " ".join(problems))
+    foreign = [g for g in groups if g not in base.dtypes]
+    if foreign:
+        own = [_FLAG_GROUPS[g] for g in base.dtypes if g in _FLAG_GROUPS]
+        fewer = f", or give only flags of its groups ({', '.join(own)}) to register fewer" if own else ""
+        raise BadInput(
+            f"{', '.join(_FLAG_GROUPS[g] for g in foreign)} contradicts {shown}: it registers dtypes {', '.join(base.dtypes)}, "
+            f"and its functor is written for those only. Leave the dtype flags out to use the spec's dtypes{fewer}; for other "
+            f"dtypes give a functor of your own (--expr or --functor-file) or another --spec. Nothing written."
+        )
+    dtypes = tuple(g for g in base.dtypes if g in groups or g not in _FLAG_GROUPS)
+    notes.append(f"dtypes {', '.join(dtypes)}: the dtype flags given, out of {shown}'s {', '.join(base.dtypes)}")
+    return dataclasses.replace(base, dtypes=dtypes), notes
+
+
 @app.command("new-op")
 def new_op(
     op: str = typer.Argument(..., metavar="OP", help="aten op name, e.g. heaviside or special_ndtri"),
@@ -427,7 +470,7 @@ def new_op(
     opmath: bool = OpmathOpt,
     expr: Optional[str] = ExprOpt,
     functor_file: Optional[Path] = FunctorFileOpt,
-    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file (default without --expr/--functor-file: specs/<op>.yaml if shipped)"),
     stub: Optional[str] = StubOpt,
     row: Optional[list[str]] = typer.Option(None, "--row", metavar="ROW", help="native_functions row to dispatch (repeatable)"),
     partial: bool = typer.Option(False, "--partial", help="add MPS to the rows without any MPS kernel even if other rows of the op stay on theirs (MPSGraph)"),
@@ -448,11 +491,6 @@ def new_op(
     try:
         if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
-        if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
-            # a bare `mpsgen new-op OP`: kind, dtypes and functor from the spec mpsgen ships
-            shipped = resource_dir("specs") / f"{op}.yaml"
-            if shipped.is_file():
-                spec_file = shipped
         spec, notes = build_spec(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row, root=root
         )
@@ -716,7 +754,7 @@ def migrate_from_mpsgraph(
     opmath: bool = OpmathOpt,
     expr: Optional[str] = ExprOpt,
     functor_file: Optional[Path] = FunctorFileOpt,
-    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file (default: specs/<op>.yaml if shipped)"),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", metavar="SPEC", help="an op spec YAML file (default without --expr/--functor-file: specs/<op>.yaml if shipped)"),
     stub: Optional[str] = StubOpt,
     row: Optional[list[str]] = typer.Option(None, "--row", metavar="ROW", help="native_functions row to migrate (repeatable)"),
     partial: bool = typer.Option(False, "--partial", help="migrate the rows that can be; leave (and name) the others"),
@@ -773,27 +811,27 @@ def migrate_from_mpsgraph(
             )
         if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
-        if spec_file is None and not (unary or binary or kind) and not check_name(op, "op name"):
-            # kind, dtypes and functor from the spec mpsgen ships, else kind and dtypes from the tree
-            shipped = resource_dir("specs") / f"{op}.yaml"
-            if shipped.is_file():
-                spec_file = shipped
-            elif (reduction := _shipped_reduction(op, row, partial, expr, functor_file, stub)) is not None:
-                from mpsgen.reduction import load_reduction_spec
-                from mpsgen.reduction_migrate import plan_reduction_migration
+        elementwise_flags = unary or binary or kind or int2float or integer or integer_no_bool or complex_ or opmath
+        if (
+            spec_file is None and not elementwise_flags and not check_name(op, "op name")
+            and not (resource_dir("specs") / f"{op}.yaml").is_file()
+            and (reduction := _shipped_reduction(op, row, partial, expr, functor_file, stub)) is not None
+        ):
+            # an op a reduction spec serves (prod; var, std, var_mean, std_mean)
+            from mpsgen.journal import refuse_interrupted
+            from mpsgen.reduction import load_reduction_spec
+            from mpsgen.reduction_migrate import plan_reduction_migration
 
-                asked = [f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on]
-                if asked:
-                    raise BadInput(f"{', '.join(asked)}: not written for a reduction ({reduction.name}) yet.", hint="Run without them.")
-
-                tree = PytorchTree.locate(root)
-                from mpsgen.journal import refuse_interrupted
-
-                refuse_interrupted(tree.root)
-                with busy(f"planning the migration of {op}: reading the tree..."):
-                    changeset = plan_reduction_migration(tree, load_reduction_spec(reduction, display=f"specs/reductions/{reduction.name}"), op, allow_dtype_loss=allow_dtype_loss)
-                report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
-                return
+            asked = [f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on]
+            if asked:
+                raise BadInput(f"{', '.join(asked)}: not written for a reduction ({reduction.name}) yet.", hint="Run without them.")
+            tree = PytorchTree.locate(root)
+            refuse_interrupted(tree.root)
+            spec = load_reduction_spec(reduction, display=f"specs/reductions/{reduction.name}")
+            with busy(f"planning the migration of {op}: reading the tree..."):
+                changeset = plan_reduction_migration(tree, spec, op, allow_dtype_loss=allow_dtype_loss)
+            report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+            return
         spec, notes = build_spec(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row,
             root=root, migrate=True,

@@ -206,25 +206,23 @@ def plan_migrate(
     if not any(host_kernel(e) for e in of_op):
         raise no_host_kernel_refusal(spec.name, of_op)
     legacy = legacy_rows(of_op)
+    names = {e.name for e in of_op}
+    for r in spec.rows or ():
+        if r not in names:
+            raise Refused(f"row {r!r} is not a row of {spec.name} in {NATIVE_FUNCTIONS}.", hint=f"Rows of {spec.name}: {', '.join(sorted(names))}.")
+    if not legacy:  # (no row to migrate, whichever rows the spec names: the op is new-op's, or done)
+        return _already_on_metal(tree, spec, table, of_op)
     if spec.rows is not None:
         by_name = {r.name: r for r in legacy}
         picked = []
         for r in spec.rows:
             if r not in by_name:
-                names = {e.name for e in of_op}
-                if r not in names:
-                    raise Refused(
-                        f"row {r!r} is not a row of {spec.name} in {NATIVE_FUNCTIONS}.",
-                        hint=f"Rows of {spec.name}: {', '.join(sorted(names))}.",
-                    )
                 raise Refused(
                     f"row {r} has no MPS kernel of its own to migrate.",
                     hint=f"Rows with one: {', '.join(sorted(by_name)) or 'none'}.",
                 )
             picked.append(by_name[r])
         legacy = picked
-    if not legacy:
-        return _already_on_metal(tree, spec, table, of_op)
     # a row whose schema does not fit the kernel's kind cannot be served by it
     legacy = [
         LegacyRow(r.entry, r.mps, f"its schema does not fit a `{spec.kind}` kernel: {why}")

@@ -19,7 +19,7 @@ from mpsgen.params import dispatch_head, host_inits
 from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, input_dtypes, plan_registrations
 from mpsgen.render import render
 from mpsgen.spec import OpSpec
-from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
@@ -509,6 +509,28 @@ def choose_stub(spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver
     return stubs[0], notes, blockers
 
 
+def _unregistered_other_stubs(tree: PytorchTree, spec: OpSpec, rows: list[NativeFunction], resolver: StubResolver, stub: str) -> list[str]:
+    """Blockers for the other stubs a row's CPU/CUDA kernel calls (sgn_out: sgn_stub for complex
+    inputs, sign_stub for the rest) that no .mm of the tree registers for MPS: once MPS joins the
+    shared line, the inputs that take such a path fail on MPS ('DispatchStub: missing kernel')."""
+    others: dict[str, str] = {}
+    for e in rows:
+        r = resolver.resolve(e)
+        if r.definition is not None:
+            for s in r.definition.stubs:
+                if s != stub:
+                    others.setdefault(s, f"{r.kernel} ({r.definition.where})")
+    if not others:
+        return []
+    registered = {d.stub for rel in tree.list_files(OPERATIONS_DIR, (".mm",), recursive=True) for d in scan_mm(tree.read(rel).text).dispatches}
+    return [
+        f"{where} also calls {other}, which no .mm of this tree registers for MPS: with MPS on the shared line, the "
+        f"inputs {where.split(' ')[0]} sends to {other} would fail on MPS (DispatchStub: missing kernel for mps). Give "
+        f"{other} its Metal kernel first (its op's migration or new-op), or leave {spec.name} on its MPS kernel."
+        for other, where in others.items() if other not in registered
+    ]
+
+
 _MPS_REAL = frozenset(
     {"torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.int32", "torch.int16", "torch.int8",
      "torch.uint8", "torch.bool"}
@@ -808,6 +830,7 @@ def plan_new_op(
     stub, stub_notes, stub_blockers = choose_stub(spec, served, resolver)
     changeset.notes.extend(stub_notes)
     changeset.blockers.extend(stub_blockers)
+    changeset.blockers.extend(_unregistered_other_stubs(tree, spec, served, resolver, stub))
     _refuse_other_iterator(spec, served, resolver)
     params_host = header = None
     if spec.has_params:  # the struct's fields from the stub's function type and the op's schema

@@ -136,7 +136,7 @@ CASES: list[Case] = [
         "spec integer with --int2float",
         _spec("name: heaviside\nkind: binary\ndtypes: [integer]\nexpr: a + b\n", "--int2float"),
         2,
-        ("'int2float' and 'integer'",),
+        ("--int2float contradicts", "heaviside.yaml", "dtypes float, integer"),
     ),
     Case(
         "functor body escaping its struct",

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mpsgen.check.rules import op_of
 from mpsgen.cli import app
 from mpsgen.explain import NO_FUNCTOR, SCAFFOLD_BLOCKER, TreeFacts, coverage, explain_op
+from mpsgen.resources import resource_dir
 from mpsgen.tree import PytorchTree
 
 
@@ -107,3 +108,75 @@ def test_an_op_without_a_functor_is_announced_and_its_command_shows_the_scaffold
     assert res.exit_code == 1 and not unannounced(report.next_step, res), res.output[-600:]
     assert "kind binary (--binary): read from the rows' schema" in res.stderr
     assert "dtypes float, integer: what the OpInfo of heaviside tests on MPS" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory, release_template) -> Path:
+    """The release's practice tree with what the shipped specs' commands read that its sources
+    lack (tests/test_spec_sweep.py's preparation)."""
+    import shutil
+
+    from tests.test_spec_sweep import prepare
+
+    root = Path(shutil.copytree(release_template, tmp_path_factory.mktemp("hints-prepared") / "pytorch", symlinks=True))
+    prepare(root)
+    return root
+
+
+def _as_dry_run(command: str) -> str:
+    return command if re.search(r"--dry-run|--diff|--explain", command) else command + " --dry-run"
+
+
+def test_every_command_coverage_and_list_print_runs(prepared: Path, run):
+    """What coverage (its addable ops' commands, in json and html) and `migrate-from-mpsgraph
+    --list` (a ready candidate's bare command, the command a candidate needs) name, run as
+    printed (as dry runs) on a tree where every shipped spec's op has what its command reads."""
+    import json
+
+    from tests.test_spec_sweep import STUB_NOT_FOLLOWED_YET
+
+    res = run("coverage", "--format", "json", "--root", prepared)
+    assert res.exit_code == 0, res.output
+    cov = json.loads(res.stdout)
+    commands = {x["command"]: x["op"] for x in cov["addable_ops"]}
+    res = run("migrate-from-mpsgraph", "--list", "--format", "json", "--root", prepared)
+    assert res.exit_code == 0, res.output
+    for c in json.loads(res.stdout):
+        if c["migratable"]:
+            commands[f"mpsgen migrate-from-mpsgraph {c['op']}"] = c["op"]
+        for quoted in re.findall(r"`(mpsgen [^`]+)`", c["blocker"] or ""):
+            commands[quoted] = c["op"]
+    shipped = {p.stem for p in resource_dir("specs").glob("*.yaml")} | {p.stem for p in (resource_dir("specs") / "kernels").glob("*.yaml")}
+    assert len({op for op in commands.values()} & shipped) >= 15, commands  # the shipped specs' ops are among them
+    failures = []
+    for command, op in commands.items():
+        if op in STUB_NOT_FOLLOWED_YET:
+            continue  # (tests/test_spec_sweep.py holds what they give until the resolver follows their stub)
+        res = run_as_printed(_as_dry_run(command), prepared)
+        if res.exit_code != 0 or [line for line in res.stderr.splitlines() if line.startswith(("error:", "refused:"))]:
+            failures.append(f"{op}: `{command}` -> exit {res.exit_code}: {res.output[-300:]}")
+    assert not failures, "\n".join(failures)
+    html = run("coverage", "--format", "html", "--root", prepared).stdout
+    for x in cov["addable_ops"]:  # the page shows the same commands
+        assert f"<code>{x['command']}</code>" in html, x
+
+
+def test_the_tutorial_s_commands_run_on_a_tree_of_each_release(real_tree: Path, run):
+    """The tutorial's steps, run as it runs them (on a tree of torch 2.13's files) but on each
+    release's tree, with the exit statuses it expects; and the commands it quotes for the
+    reader's next steps."""
+    from mpsgen.tutorial import break_registration, steps
+
+    quoted = []
+    for step in steps(real_tree):
+        if step.action == "break":
+            break_registration(real_tree)
+        if step.args:
+            res = run(*step.args)
+            assert res.exit_code in step.expect, (step.title, res.output[-800:])
+        quoted += [q for q in re.findall(r"`(mpsgen [^`]+)`", step.say) if "OP" not in q.split()]
+    assert "mpsgen new-kernel _pdist_forward --dry-run" in quoted
+    for command in quoted:
+        res = run(*shlex.split(command)[1:], "--root", real_tree)
+        ok = (0, 1) if command.split()[1] == "doctor" else (0,)  # (doctor: exit 1 names what to fix)
+        assert res.exit_code in ok and "Traceback" not in res.output, (command, res.output[-800:])

@@ -342,7 +342,9 @@ def test_new_op_kinds(own_tree: Path, run, op, kind, expr, metal, line, host):
         (["acossh"], 1, ["not in", "Did you mean acosh"]),
         (["clamp"], 1, ["takes 1 tensor and 2 scalars, which fits no kind"]),
         (["add"], 1, ["add_out_mps", "no row of it has a `CPU, CUDA:` kernel line"]),
-        (["acosh", "--binary"], 1, ["--binary says acosh is `binary`, but its schema says `unary`"]),
+        (["acosh", "--binary", "--expr", "a + b"], 1, ["--binary says acosh is `binary`, but its schema says `unary`"]),
+        (["acosh", "--binary"], 2, ["--binary contradicts specs/acosh.yaml", "its kind is unary (--unary)"]),  # (the shipped spec's kind)
+        (["acosh", "--unary", "--integer"], 2, ["--integer contradicts specs/acosh.yaml", "dtypes float, int2float, complex"]),
         ([], 2, ["give the op to migrate", "--list"]),
         (["acosh", "--unary", "--list"], 2, ["--list takes only", "OP", "--unary"]),
         (["acosh", "--unary", "--format", "json"], 2, ["--format applies to --list only"]),

@@ -153,7 +153,9 @@ def test_declared_stub_gives_no_problem(real_tree: Path, run):
         (["heaviside", "--unary", "--binary"], 2, "mutually exclusive"),
         (["clamp"], 1, "takes 1 tensor and 2 scalars, which fits no kind"),  # the kind is read from the schema (Scalar? min, max)
         (["frexp"], 1, "returns 2 tensors"),
-        (["heaviside", "--unary"], 1, "--unary says heaviside is `unary`, but its schema says `binary`"),
+        (["heaviside", "--unary", "--expr", "x"], 1, "--unary says heaviside is `unary`, but its schema says `binary`"),
+        (["heaviside", "--unary"], 2, "--unary contradicts specs/heaviside.yaml (the spec mpsgen ships for heaviside): its kind is binary"),
+        (["heaviside", "--binary", "--complex"], 2, "--complex contradicts specs/heaviside.yaml (the spec mpsgen ships for heaviside): it registers dtypes float, integer"),
         (["heaviside", "--kind", "other"], 2, "--kind other: not a kind mpsgen writes"),
         (["acossh"], 1, "Did you mean acosh"),
         (["heavi;side", "--binary"], 2, "not a C identifier"),
@@ -161,7 +163,7 @@ def test_declared_stub_gives_no_problem(real_tree: Path, run):
         (['heavi"side', "--binary"], 2, "not a C identifier"),
         (["heavi\nside", "--binary"], 2, "not a C identifier"),
         (["heaviside", "--binary", "--int2float", "--integer"], 2, "pick one"),
-        (["heaviside", "--unary", "--opmath"], 2, "opmath"),
+        (["heaviside", "--unary", "--opmath", "--expr", "x"], 2, "opmath"),
         (["no_such_op_at_all", "--binary"], 1, "is not in aten/src/ATen/native/native_functions.yaml"),
         (["heaviside", "--binary", "--row", "heaviside.Scalar"], 1, "not a row of heaviside"),
         (["frac", "--unary"], 1, "migrate-from-mpsgraph"),  # MPSGraph code in both releases

@@ -172,11 +172,6 @@ def test_migrate_var_std_var_mean_std_mean(run, real_tree, release):
     assert _findings(run, real_tree) == findings
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check ties prod/var rows to their stub only through a .cpp static helper (impl_func_prod, std_var_out): "
-    "issue-33r's resolver follows them; remove this mark when it is merged",
-)
 def test_check_reports_a_reduction_stub_left_without_its_kernel(run, real_tree):
     assert run("migrate-from-mpsgraph", "var", "--root", real_tree).exit_code == 0
     mm = real_tree / MM

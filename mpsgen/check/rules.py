@@ -128,7 +128,8 @@ class Facts:
     @cached_property
     def resolver(self) -> StubResolver:
         """The one row -> stub resolver (mpsgen.tree.resolver), over this index's stubs."""
-        return StubResolver(self.index.stubs, self.index.cpp_files)
+        # (the yaml, for a row's kind and schema where a kernel has several definitions, and for forwards)
+        return StubResolver(self.index.stubs, self.index.cpp_files, partial(self.index.read, self.yaml))
 
     def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
         return self.resolver.resolve(entry, kernel).stub

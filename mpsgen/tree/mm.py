@@ -141,7 +141,7 @@ def scan_mm(text: str) -> MMSource:
         if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
             # an instance of a macro that writes the TORCH_IMPL_FUNC block or the function
             impls.append(MPSGraphImpl(d.name, "macro_instance", line, ends.get(line, line), macro=d.macro))
-        elif d.form == "impl_func" or (d.form == "function" and d.name.endswith("_mps")):
+        elif d.form == "impl_func" or (d.form == "function" and d.name.endswith(("_mps", "_mps_"))):  # (relu_mps_: an in-place row's)
             brace = masked.find("{", starts[line])
             close = match_close(masked, brace) if brace >= 0 else -1
             impls.append(MPSGraphImpl(d.name, d.form, line, line_of(starts, close) if close > 0 else line))

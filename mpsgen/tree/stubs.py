@@ -9,7 +9,12 @@ from collections.abc import Iterable
 from mpsgen.tree import NATIVE_DIR, PytorchTree
 from mpsgen.tree.source import split_args
 
-DECLARE_DISPATCH_RE = re.compile(rb"DECLARE_DISPATCH\s*\((.*?),\s*(\w+)\s*\)", re.S)
+# DECLARE_DISPATCH(<fn type>, <stub>): the type may be written inline with commas of its own
+# (``void (*)(TensorIteratorBase&, int64_t)``, on several lines): its parentheses (two levels
+# deep) are taken whole, so the stub is the word after the last comma outside them
+DECLARE_DISPATCH_RE = re.compile(
+    rb"DECLARE_DISPATCH\s*\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*?),\s*(\w+)\s*\)", re.S
+)
 
 
 def declared_stubs(tree: PytorchTree) -> dict[str, tuple[str, int]]:

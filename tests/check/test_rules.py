@@ -40,6 +40,56 @@ def test_deleted_helper_macro_dispatch_is_mps002(check_tree):
     assert found(check_tree) == [("MPS002", YAML, row, kernel_column(line))]
 
 
+# kernels defined as upstream's .cpp files write them (our own code in their shapes): the stub
+# is tied to the row through them, so a deleted registration is still MPS002
+KERNELS_CPP = "aten/src/ATen/native/KernelShapes.cpp"
+KERNEL_SHAPES = """\
+namespace at::native {
+
+template <typename Stub>
+static Tensor& fill_through(Tensor& out, const Tensor& in, Stub& stub, bool widen) {
+  auto it = widen ? TensorIterator::unary_float_op(out, in) : TensorIterator::unary_op(out, in);
+  stub(it.device_type(), it);
+  return out;
+}
+
+// abs.out: the stub is handed to a helper, never called here
+Tensor& abs_out(const Tensor& self, Tensor& result) {
+  return fill_through(result, self, abs_stub, /*widen=*/false);
+}
+
+// another row's kernel of the same name, first in the file
+Tensor& bitwise_and_out(const Tensor& self, const Scalar& other, Tensor& result) {
+  return at::bitwise_and_out(result, self, wrap_scalar(other));
+}
+
+#define TWO_INPUT_KERNEL(name, stub)                                                 \\
+  TORCH_IMPL_FUNC(name)(const Tensor& self, const Tensor& other, const Tensor& out) { \\
+    stub(device_type(), *this);                                                      \\
+  }
+
+// bitwise_and.Tensor_out (structured): a macro instance beside the overload above
+TWO_INPUT_KERNEL(bitwise_and_out, bitwise_and_stub)
+
+} // namespace at::native
+"""
+
+
+def test_deleted_registration_of_a_stub_handed_to_a_helper_is_mps002(check_tree):
+    (check_tree / KERNELS_CPP).write_text(KERNEL_SHAPES)
+    assert found(check_tree) == []
+    edit(check_tree, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(abs);\n", "")
+    line = shared_line(check_tree, "abs_out")
+    assert found(check_tree) == [("MPS002", YAML, line_of(check_tree, YAML, line.rstrip("\n")), kernel_column(line))]
+
+
+def test_deleted_registration_of_a_macro_made_kernel_beside_an_overload_is_mps002(check_tree):
+    (check_tree / KERNELS_CPP).write_text(KERNEL_SHAPES)
+    edit(check_tree, BINARY_MM, "REGISTER_DISPATCH(bitwise_and_stub, &bitwise_and_mps_kernel)\n", "")
+    line = shared_line(check_tree, "bitwise_and_out")
+    assert found(check_tree) == [("MPS002", YAML, line_of(check_tree, YAML, line.rstrip("\n")), kernel_column(line))]
+
+
 def test_renamed_functor_is_mps004_at_its_first_registration(check_tree):
     edit(check_tree, BINARY_METAL, "struct gcd_functor {", "struct gcd2_functor {")
     assert found(check_tree) == [("MPS004", BINARY_METAL, line_of(check_tree, BINARY_METAL, "REGISTER_INTEGER_BINARY_OP(gcd);"), 0)]

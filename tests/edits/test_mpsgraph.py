@@ -198,3 +198,43 @@ def test_comment_heading_a_group_stays():
 def test_nothing_to_remove_is_identity():
     new, removal = remove_impls(MACRO_FILE, [], {"cosh"})
     assert new == MACRO_FILE and not removal.impls
+
+
+RELU_FILE = HEAD + """\
+namespace at::native {
+
+Tensor relu_mps(const Tensor& self) {
+  Tensor output = at::empty_like(self);
+  mps::unary_op(self, output, "relu_out_mps", ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x) {
+    return [g reLUWithTensor:x name:nil];
+  });
+  return output;
+}
+
+Tensor& relu_mps_(Tensor& self) {
+  mps::unary_op(self, self, "relu_out_mps_", ^MPSGraphTensor*(MPSGraph* g, MPSGraphTensor* x) {
+    return [g reLUWithTensor:x name:nil];
+  });
+  return self;
+}
+
+TORCH_IMPL_FUNC(erf_out_mps)(const Tensor& self, const Tensor& output) {
+  mps::unary_op(self, output, "erf_out_mps", nil);
+}
+
+} // namespace at::native
+"""
+
+
+def test_an_in_place_row_s_plain_function_is_found_and_goes():
+    """relu_'s MPS kernel is `relu_mps_` (2.13 and 2.14.1's yaml): a plain function whose name
+    ends in `_mps_` is MPSGraph code as `_mps` ones are."""
+    assert run(RELU_FILE, {"relu_mps", "relu_mps_"}, {"relu"}) == HEAD + """\
+namespace at::native {
+
+TORCH_IMPL_FUNC(erf_out_mps)(const Tensor& self, const Tensor& output) {
+  mps::unary_op(self, output, "erf_out_mps", nil);
+}
+
+} // namespace at::native
+"""
