@@ -732,6 +732,15 @@ class ListFormat(str, Enum):
     json = "json"
 
 
+def _shipped_reduction(op: str, row, partial: bool, expr, functor_file, stub) -> Optional[Path]:
+    """The shipped reduction spec serving ``op`` (prod, var, ...) when nothing else was asked for."""
+    from mpsgen.reduction import shipped_reduction_spec
+
+    if row or partial or expr is not None or functor_file is not None or stub is not None:
+        return None
+    return shipped_reduction_spec(op)
+
+
 @app.command("migrate-from-mpsgraph")
 def migrate_from_mpsgraph(
     op: Optional[str] = typer.Argument(None, help="aten op name, e.g. acosh (omit with --list)"),
@@ -802,6 +811,27 @@ def migrate_from_mpsgraph(
             )
         if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
+        elementwise_flags = unary or binary or kind or int2float or integer or integer_no_bool or complex_ or opmath
+        if (
+            spec_file is None and not elementwise_flags and not check_name(op, "op name")
+            and not (resource_dir("specs") / f"{op}.yaml").is_file()
+            and (reduction := _shipped_reduction(op, row, partial, expr, functor_file, stub)) is not None
+        ):
+            # an op a reduction spec serves (prod; var, std, var_mean, std_mean)
+            from mpsgen.journal import refuse_interrupted
+            from mpsgen.reduction import load_reduction_spec
+            from mpsgen.reduction_migrate import plan_reduction_migration
+
+            asked = [f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on]
+            if asked:
+                raise BadInput(f"{', '.join(asked)}: not written for a reduction ({reduction.name}) yet.", hint="Run without them.")
+            tree = PytorchTree.locate(root)
+            refuse_interrupted(tree.root)
+            spec = load_reduction_spec(reduction, display=f"specs/reductions/{reduction.name}")
+            with busy(f"planning the migration of {op}: reading the tree..."):
+                changeset = plan_reduction_migration(tree, spec, op, allow_dtype_loss=allow_dtype_loss)
+            report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+            return
         spec, notes = build_spec(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row,
             root=root, migrate=True,

@@ -244,7 +244,7 @@ def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
     elif status in ("missing", "mps-kernel") and (kernel := _kernel_step(tree, report)) is not None:
         step, command = kernel
     elif status in ("missing", "mps-kernel") and (reduces := _reduction_step(tree, report)) is not None:
-        step = reduces  # (never an elementwise kind's hint: its kernel is a reduction)
+        step, command = reduces  # (never an elementwise kind's hint: its kernel is a reduction)
     elif status in ("missing", "mps-kernel"):
         # rows on MPSGraph code: migrating them registers the stub, and rows of the op with no MPS
         # kernel that run the same stub join in the same change
@@ -298,9 +298,9 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
     return f"ready: `{command} --dry-run` shows the change (a custom kernel, whose body `try` runs here: mpsgen try {report.op})", command
 
 
-def _reduction_step(tree: PytorchTree, report: OpReport) -> str | None:
+def _reduction_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:
     """The next step of an op that reduces (no row of it tagged pointwise; a row runs a
-    reduction stub, is tagged `reduction` or takes `reduction`/`keepdim`), or None."""
+    reduction stub, is tagged `reduction` or takes `reduction`/`keepdim`) and its command, or None."""
     from mpsgen.reduction import reduction_evidence, shipped_reduction_spec
     from mpsgen.tree.native_yaml import read_native_functions
 
@@ -318,15 +318,47 @@ def _reduction_step(tree: PytorchTree, report: OpReport) -> str | None:
     spec = shipped_reduction_spec(report.op)
     if spec is not None:
         shown = f"specs/reductions/{spec.name}"
+        if any(r.status == "mps-kernel" for r in report.rows):  # rows on MPSGraph code: migrate them
+            return _reduction_migration_step(tree, report.op, spec, shown, why)
         return (
             f"none yet ({report.op} is a reduction: {why}): mpsgen's reduction spec {shown} writes its Metal kernel, which "
-            f"try runs here against torch's CPU op (mpsgen try {report.op}); the host function and the migration are not written yet"
+            f"try runs here against torch's CPU op (mpsgen try {report.op}); adding a reduction MPS lacks is not written yet",
+            None,
         )
     verb = "migrate" if report.status == "mps-kernel" else "add"
     return (
         f"none (mpsgen cannot {verb} {report.op} here): {report.op} is a reduction ({why}); its kernel reduces, it is no "
-        "elementwise functor, and mpsgen writes reduction kernels only for the stubs of specs/reductions/ (specs/kernels/README.md)"
+        "elementwise functor, and mpsgen writes reduction kernels only for the stubs of specs/reductions/ (specs/kernels/README.md)",
+        None,
     )
+
+
+def _reduction_migration_step(tree: PytorchTree, op: str, path, shown: str, why: str) -> tuple[str, str | None]:
+    """Plan the migration of a reduction: ready, ready at a loss of dtypes, or why not."""
+    from mpsgen.reduction import load_reduction_spec
+    from mpsgen.reduction_migrate import plan_reduction_migration
+
+    spec = load_reduction_spec(path, display=shown)
+    base = f"mpsgen migrate-from-mpsgraph {op}"
+    try:
+        plan_reduction_migration(tree, spec, op)
+        return f"ready: `{base} --dry-run` shows the change ({op} is a reduction; its kernel: {shown}, mpsgen try {op})", f"{base} --dry-run"
+    except Refused as exc:
+        refused = exc
+    if "serve fewer dtypes" in refused.message:
+        try:
+            plan_reduction_migration(tree, spec, op, allow_dtype_loss=True)
+        except Refused as exc:
+            refused = exc
+        else:
+            command = f"{base} --allow-dtype-loss --dry-run"
+            lost = refused.message.split(": ", 1)[-1]
+            return (
+                f"`{command}` shows the change ({op} is a reduction; its kernel: {shown}, mpsgen try {op}); "
+                f"without the flag it is refused: {lost}",
+                command,
+            )
+    return f"none yet ({op} is a reduction: {why}; its kernel: {shown}): {refused.message}", None
 
 
 def _custom_kernel_fits(tree: PytorchTree, op: str) -> bool:

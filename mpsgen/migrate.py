@@ -537,6 +537,9 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
     from mpsgen.explain import planned_step
 
     for c in out:
+        if c.kind == "reduction" and c.migratable:
+            # (planned by explain: the bare command may refuse a loss of dtypes, as prod's does)
+            c.blocker = f"a reduction: `mpsgen explain {c.op}` plans its migration"
         if c.elementwise and c.migratable:  # "ready" means the bare command goes through: plan it
             step, command = planned_step(tree, c.op, migrate=True)
             if command is None:

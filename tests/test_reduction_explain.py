@@ -41,5 +41,11 @@ def test_explain_names_the_reduction_spec(real_tree: Path, run, op, spec):
     res = run("explain", op, "--root", real_tree)
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
-    assert f"{op} is a reduction" in text and f"specs/reductions/{spec}" in text and f"(mpsgen try {op})" in text
-    assert "fits no kind mpsgen writes" not in text
+    assert f"specs/reductions/{spec}" in text and "fits no kind mpsgen writes" not in text
+    # its rows run MPSGraph code: the migration, planned (prod's loses dtypes MPSGraph served)
+    flag = " --allow-dtype-loss" if op == "prod" else ""
+    assert f"`mpsgen migrate-from-mpsgraph {op}{flag} --dry-run`" in text
+    if op == "prod":
+        assert "without the flag it is refused: complex" in text
+    else:
+        assert f"ready: `mpsgen migrate-from-mpsgraph {op} --dry-run` shows the change ({op} is a reduction" in text

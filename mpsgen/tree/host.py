@@ -28,6 +28,7 @@ _EXPANDED_DEF = ReversedPattern(r"([\w\x00]+)\s*\([^()]*\)\s*(?:const\s*)?\{", r
 _EXPANDED_EXEC = re.compile(r"exec_(unary|binary|ternary)_kernel\s*\(\s*[\w.\->*&()]*?\s*,\s*\"([^\"]*)\"")
 _BODY_FOLLOWS = re.compile(r"\s*(?:(?:const|override|noexcept|final)\b\s*)*(?:->[^{;]*)?\{")
 _NOT_A_DEFINITION = re.compile(r"[(=;,{}.]|->|\breturn\b|^\s|^#|^//")
+_TEMPLATE_ARGS = re.compile(r"<[\w:&*, \t]*>")
 _KEYWORDS = frozenset({"if", "for", "while", "switch", "return", "sizeof", "catch", "TORCH_IMPL_FUNC", "defined"})
 _NOT_DEFINITION_START = (" ", "\t", "#", "/", "}", "\n")
 
@@ -111,7 +112,8 @@ def _function_definitions(text: str, path: str, lines: Lines, macro_spans: Spans
             continue
         ident_start = name_end - len(name)
         head = text[start:ident_start]
-        if _NOT_A_DEFINITION.search(head) or _inside(macro_spans, pos):
+        # (a template return type may hold commas: `std::tuple<Tensor, Tensor> var_mean_mps(`)
+        if _NOT_A_DEFINITION.search(_TEMPLATE_ARGS.sub("<>", head)) or _inside(macro_spans, pos):
             continue
         close = close_paren(text, m.end() - 1)
         if close < 0 or not _BODY_FOLLOWS.match(text, close + 1) or lines.commented(pos):

@@ -240,10 +240,10 @@ def test_functor_defining_macro_found_through_nested_includes(real_tree: Path):
 
 
 def test_paths_keep_findings_by_location_never_by_word(real_tree: Path):
-    """A comment naming trunc.out and code using std::string in UnaryOps.mm do not pull in the
-    findings about the trunc.out row or std.correction (-> std_mps) of the whole-tree run."""
+    """A comment naming trunc.out and code using std::string and std::max in UnaryOps.mm do not pull
+    in the findings about the trunc.out row or max.dim_max (-> max_out_mps) of the whole-tree run."""
     whole = run_check(PytorchTree(real_tree), strict=True).findings
-    assert any("std.correction" in f.message for f in whole) and any(f.message.startswith("trunc.out") for f in whole)
+    assert any("max.dim_max" in f.message for f in whole) and any(f.message.startswith("trunc.out") for f in whole)
 
     def found(root, paths, cwd):
         return [(f.code, f.path, f.line) for f in run_check(PytorchTree(root), paths, cwd, strict=True).findings]
@@ -251,7 +251,7 @@ def test_paths_keep_findings_by_location_never_by_word(real_tree: Path):
     before = found(real_tree, [UNARY_OPS_MM], cwd=real_tree)
     mm = real_tree / UNARY_OPS_MM
     mm.write_text(
-        mm.read_text() + "\n// trunc.out and std are handled elsewhere\nstatic std::string describe_std(int x) { return std::to_string(x); }\n"
+        mm.read_text() + "\n// trunc.out, std and max are handled elsewhere\nstatic std::string describe_std(int x) { return std::to_string(std::max(x, 0)); }\n"
     )
     assert found(real_tree, [UNARY_OPS_MM], cwd=real_tree) == before
 

@@ -1,0 +1,121 @@
+// mpsgen practice tree: reductions in the shape of PyTorch's aten/src/ATen/native/ReduceOps.cpp
+// (a static helper reaching the stub, a device check before it), for mpsgen's own tests.
+#include <ATen/native/ReduceOps.h>
+#include <ATen/native/ReduceOpsUtils.h>
+
+namespace at::native {
+
+DEFINE_DISPATCH(prod_stub);
+DEFINE_DISPATCH(std_var_stub);
+
+// Nothing to multiply gives the empty product.
+static void impl_func_prod(const Tensor& self, IntArrayRef dims, bool keepdim, const Tensor& result) {
+  auto iter = meta::make_reduction_from_out_ty(self, result, dims, keepdim, result.scalar_type());
+  if (iter.numel() == 0) {
+    result.fill_(1);
+    return;
+  }
+  prod_stub(iter.device_type(), iter);
+}
+
+TORCH_IMPL_FUNC(prod_out)
+(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& result) {
+  impl_func_prod(self, dim, keepdim, result);
+}
+
+Tensor prod(const Tensor& self, std::optional<ScalarType> opt_dtype) {
+  const auto dtype = get_dtype_from_self(self, opt_dtype, /*promote_integers=*/true);
+  Tensor result = at::empty(meta::get_reduction_shape(self, {}, false), self.options().dtype(dtype));
+  impl_func_prod(self, {}, false, result);
+  return result;
+}
+
+// var and std (one output): the variance of the reduced elements, its root when asked.
+static Tensor& std_var_out(const char* fname,
+                           Tensor& result,
+                           const Tensor& self,
+                           at::OptionalIntArrayRef dim,
+                           const std::optional<Scalar>& correction_opt,
+                           bool keepdim,
+                           bool take_sqrt) {
+  TORCH_CHECK(self.device().is_cpu() || self.device().is_cuda() || self.device().is_xpu(),
+              fname, ": a tensor on a CPU, CUDA, or XPU device is expected, got ", self.device().type());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
+              fname, ": floating point and complex inputs only");
+  const double correction = correction_opt.value_or(1).toDouble();
+  auto iter = make_reduction(fname, result, self, dim, keepdim, self.scalar_type());
+  if (iter.numel() == 0) {
+    result.fill_(std::numeric_limits<double>::quiet_NaN());
+    return result;
+  }
+  std_var_stub(iter.device_type(), iter, correction, take_sqrt);
+  return result;
+}
+
+// var_mean and std_mean (two outputs): the variance (or its root), then the mean.
+static std::tuple<Tensor&, Tensor&> std_var_mean_out(const char* fname,
+                                                     Tensor& result1,
+                                                     Tensor& result2,
+                                                     const Tensor& self,
+                                                     at::OptionalIntArrayRef dim,
+                                                     const std::optional<Scalar>& correction_opt,
+                                                     bool keepdim,
+                                                     bool take_sqrt) {
+  TORCH_CHECK(self.device().is_cpu() || self.device().is_cuda() || self.device().is_xpu(),
+              fname, ": a tensor on a CPU, CUDA, or XPU device is expected, got ", self.device().type());
+  const double correction = correction_opt.value_or(1).toDouble();
+  auto iter = make_reduction(fname, result1, result2, self, dim, keepdim, self.scalar_type());
+  if (iter.numel() == 0) {
+    result1.fill_(std::numeric_limits<double>::quiet_NaN());
+    result2.fill_(std::numeric_limits<double>::quiet_NaN());
+    return std::tuple<Tensor&, Tensor&>(result1, result2);
+  }
+  std_var_stub(iter.device_type(), iter, correction, take_sqrt);
+  return std::tuple<Tensor&, Tensor&>(result1, result2);
+}
+
+Tensor var(const Tensor& self, at::OptionalIntArrayRef dim, const std::optional<Scalar>& correction, bool keepdim) {
+  Tensor result = at::empty({0}, self.options());
+  return std_var_out("var", result, self, dim, correction, keepdim, false);
+}
+
+Tensor std(const Tensor& self, at::OptionalIntArrayRef dim, const std::optional<Scalar>& correction, bool keepdim) {
+  Tensor result = at::empty({0}, self.options());
+  return std_var_out("std", result, self, dim, correction, keepdim, true);
+}
+
+Tensor& var_out(const Tensor& self,
+                at::OptionalIntArrayRef dim,
+                const std::optional<Scalar>& correction,
+                bool keepdim,
+                Tensor& result) {
+  return std_var_out("var", result, self, dim, correction, keepdim, false);
+}
+
+Tensor& std_out(const Tensor& self,
+                at::OptionalIntArrayRef dim,
+                const std::optional<Scalar>& correction,
+                bool keepdim,
+                Tensor& result) {
+  return std_var_out("std", result, self, dim, correction, keepdim, true);
+}
+
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self,
+                                    at::OptionalIntArrayRef dim,
+                                    const std::optional<Scalar>& correction,
+                                    bool keepdim) {
+  Tensor result1 = at::empty({0}, self.options());
+  Tensor result2 = at::empty({0}, self.options());
+  return std_var_mean_out("var_mean", result1, result2, self, dim, correction, keepdim, false);
+}
+
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self,
+                                    at::OptionalIntArrayRef dim,
+                                    const std::optional<Scalar>& correction,
+                                    bool keepdim) {
+  Tensor result1 = at::empty({0}, self.options());
+  Tensor result2 = at::empty({0}, self.options());
+  return std_var_mean_out("std_mean", result1, result2, self, dim, correction, keepdim, true);
+}
+
+} // namespace at::native
