@@ -9,6 +9,18 @@ window for a traceback."""
 try:
     import sys
 
+    import signal
+
+    def _terminated(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # SIGTERM and SIGHUP end mpsgen as Ctrl-C does, from here on: exit 130 with a message, a
+    # compiler's process group killed, a write finished or not begun (apply holds all three
+    # while it renames: mpsgen.changeset.signals_held)
+    for _name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, _name):
+            signal.signal(getattr(signal, _name), _terminated)
+
     def _interrupted() -> None:
         sys.stderr.write("interrupted; nothing written.\n")
         sys.exit(130)
@@ -34,8 +46,11 @@ try:
         if check:
             kept: list = []
             code = check_main(sys.argv[2:], keep=kept)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):  # (check flushed them; a closed or full one said so)
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):
+                    pass
             os._exit(code)
         cli_main()
 

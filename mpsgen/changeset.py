@@ -173,6 +173,9 @@ class Changeset:
     blockers: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # test-list entries deliberately left, and why
     next_steps: list[str] = field(default_factory=list)  # commands to build and test the change
+    # set by :meth:`apply` right after the last rename (signals held): the paths now holding the
+    # change. Whoever reports an interrupt reads it to say what is on disk.
+    applied: list[str] | None = None
 
     def add(self, source: SourceFile, new_text: str) -> None:
         for i, e in enumerate(self.edits):
@@ -269,7 +272,7 @@ class Changeset:
         with _tree_writer_lock(self.tree.root):
             refuse_interrupted(self.tree.root, tidy=True)
             self.check_unchanged()
-            with _signals_held() as held:
+            with signals_held() as held:
                 written = self._apply(command)
         if held:
             raise Interrupted(
@@ -318,6 +321,7 @@ class Changeset:
                 else:
                     os.replace(root / j.new_copy, root / j.path)
                 done.append(j)
+            self.applied = [j.path for j in done]  # (the last rename is done)
         except BaseException as exc:
             stuck = []
             for j in reversed(done):
@@ -435,7 +439,7 @@ def _tree_writer_lock(root: Path, wait: float | None = None):
 
 
 @contextlib.contextmanager
-def _signals_held():
+def signals_held():
     """Hold SIGINT, SIGTERM and SIGHUP for the duration (main thread only); yields the list
     of the names of those that arrived."""
     arrived: list[str] = []

@@ -237,6 +237,7 @@ def report(
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
     made: list[Path] = []
+    _APPLYING.append(changeset)  # (an interrupt from here on reads what is on disk: changeset.applied)
     try:
         for path, text, _replace, _said in side_files:
             try:
@@ -249,10 +250,10 @@ def report(
             made.append(path)
         written = changeset.apply(command=f"{sys.argv[1] if len(sys.argv) > 1 else ''} {op}".strip())
     except BaseException:
-        for path in made:  # the change was not applied: its side files go too
-            path.unlink(missing_ok=True)
+        if changeset.applied is None:  # the change was not applied: its side files go too
+            for path in made:
+                path.unlink(missing_ok=True)
         raise
-    _APPLIED.append(f"{len(written)} file(s) in {changeset.tree.root}")
     with applied(changeset, "printing what it did"):
         for note in changeset.notes:
             err.print(f"  {note}")
@@ -262,13 +263,14 @@ def report(
         print_next_steps(changeset, given)
 
 
-_APPLIED: list[str] = []  # what this run wrote to the tree, for an interrupt that comes after
+_APPLYING: list[Changeset] = []  # the changes this run applies or applied, for an interrupt that comes after
 _REPORTED: list[int] = []  # the exit codes of the errors this run has printed
 
 
 def _interrupt_message() -> str:
-    if _APPLIED:
-        return f"interrupted after the change was applied ({_APPLIED[-1]}): it is complete."
+    done = [c for c in _APPLYING if c.applied is not None]
+    if done:
+        return f"interrupted after the change was applied ({len(done[-1].applied)} file(s) in {done[-1].tree.root}): it is complete."
     return "interrupted; nothing written."
 
 
@@ -1110,7 +1112,7 @@ def main() -> None:
         # over a file-size limit (ulimit -f) a write should fail (EFBIG, and the staged files are
         # removed) rather than kill the process half-way through staging
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    _APPLIED.clear()
+    _APPLYING.clear()
     _REPORTED.clear()
     try:
         code = app(standalone_mode=False)
