@@ -927,29 +927,28 @@ def recover_cmd(
     by `mpsgen check`. Without a flag this shows each file's state.
 
     Example: mpsgen recover --abort"""
-    from mpsgen.journal import Journal
+    from mpsgen.journal import Journal, remove_cut_short, writer_lock
 
     try:
         if resume and abort:
             raise BadInput("--resume and --abort: give one of them (finish the change, or roll it back).")
         tree = PytorchTree.locate(root)
-        journal = Journal.find(tree.root)
-        if journal is None:
-            from mpsgen.journal import remove_cut_short
-
-            stale = remove_cut_short(tree.root)  # (a kill while the journal itself was written)
-            if stale is not None:
-                err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
+        with writer_lock(tree.root):  # (a journal of a live write is not an interrupted change)
+            journal = Journal.find(tree.root)
+            if journal is None:
+                stale = remove_cut_short(tree.root)  # (a kill while the journal itself was written)
+                if stale is not None:
+                    err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
+                    return
+                err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
                 return
-            err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
-            return
-        if not (resume or abort):
-            out.print(journal.summary() + ":")
-            for s in journal.states():
-                out.print(f"  {s.state:<8} {s.entry.path}")
-            err.print("finish it with --resume, or roll it back with --abort.")
-            raise typer.Exit(1)
-        done = journal.resume() if resume else journal.abort()
+            if not (resume or abort):
+                out.print(journal.summary() + ":")
+                for s in journal.states():
+                    out.print(f"  {s.state:<8} {s.entry.path}")
+                err.print("finish it with --resume, or roll it back with --abort.")
+                raise typer.Exit(1)
+            done = journal.resume() if resume else journal.abort()
         verb = "finished" if resume else "rolled back"
         err.print(f"{verb} the interrupted change ({len(done)} file(s) {'written' if resume else 'restored'}).")
     except MpsgenError as exc:
