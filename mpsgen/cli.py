@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.errors import BadInput, MpsgenError, Refused, blank_value
 from mpsgen.files import write_whole
 from mpsgen.resources import resource_dir
 from mpsgen.text import visible
@@ -28,7 +30,28 @@ from mpsgen.spec import (
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 
+class _Group(TyperGroup):
+    """The app's command groups: every option of a command they hand out refuses an empty or
+    whitespace-only value given on the command line (one rule: :func:`mpsgen.errors.blank_value`)."""
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if getattr(param, "param_type_name", "") == "option" and not param.is_flag and not hasattr(param, "_mpsgen_raw"):
+                param._mpsgen_raw = param.process_value
+                param.process_value = functools.partial(_nonblank, param)
+        return command
+
+
+def _nonblank(param, ctx, value):
+    """``param``'s processing of ``value``, once the value passed :func:`blank_value`."""
+    if (refused := blank_value(param.opts[0], value)) is not None:
+        fail(refused)
+    return param._mpsgen_raw(ctx, value)
+
+
 app = typer.Typer(
+    cls=_Group,
     add_completion=True,  # --install-completion / --show-completion
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: typer's rich help formatter costs ~60 ms of start-up
@@ -36,7 +59,7 @@ app = typer.Typer(
     help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-spec_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
+spec_app = typer.Typer(cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
 app.add_typer(spec_app, name="spec")
 
 if TYPE_CHECKING:
@@ -1123,6 +1146,7 @@ def main() -> None:
     except click_exceptions.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except RecursionError:

@@ -151,14 +151,18 @@ def main(argv: list[str] | None = None, keep: list | None = None) -> int:
 
 
 def _main(argv: list[str], keep: list) -> int:
-    opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    p = parser()
+    opts = p.parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
     from mpsgen.check.config import load_config, selected_codes, split_codes
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
-    from mpsgen.errors import BadInput, MpsgenError
+    from mpsgen.errors import BadInput, MpsgenError, blank_value
     from mpsgen.tree import PytorchTree
 
     try:
+        for action in p._actions:  # every option with a value: the CLI's one rule (as the typer commands')
+            if action.option_strings and action.nargs != 0 and (refused := blank_value(action.option_strings[0], getattr(opts, action.dest))):
+                raise refused
         if opts.explain is not None:
             _write("stdout", explain(opts.explain))
             return 0
