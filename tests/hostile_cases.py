@@ -130,7 +130,7 @@ CASES: list[Case] = [
     Case("--expr with a statement", _args(*NEW_OP, "--expr", "a); system(b"), 2, ("no statements",)),
     Case("--expr closing a bracket it did not open", _args(*NEW_OP, "--expr", "a) + (b"), 2, ("closes nothing",)),
     Case("--expr preprocessor", _args(*NEW_OP, "--expr", "a #b"), 2, ("preprocessor",)),
-    Case("spec with --expr ''", _spec("name: heaviside\nkind: binary\nexpr: a + b\n", "--expr", ""), 2, ("--spec", "empty")),
+    Case("spec with --expr ''", _spec("name: heaviside\nkind: binary\nexpr: a + b\n", "--expr", ""), 2, ("--expr", "empty")),
     Case("spec expr a // b", _spec("name: heaviside\nkind: binary\nexpr: a // b\n"), 2, ("heaviside.yaml:3", "comment")),
     Case(
         "spec integer with --int2float",
