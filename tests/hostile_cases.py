@@ -45,6 +45,10 @@ class Case:
     fsize: int | None = None  # RLIMIT_FSIZE of the process, in bytes
     cwd: str = ""  # the working folder, under the scratch folder
     paragraph: bool = True  # a refusal is one paragraph (False: check's list of findings)
+    # outcome "fixed" (check --fix): the tree files that may change (some must); the scratch
+    # files the run may write (a --baseline it records)
+    changes: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     @property
     def needs_process(self) -> bool:
@@ -477,7 +481,71 @@ def _new_kernel() -> list[Case]:
     ]
 
 
-CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits() + _new_kernel()
+BINARY_OPS_MM = f"{OPERATIONS_DIR}/BinaryOps.mm"
+
+
+def _stale_xfail(*args: str) -> Callable[[Path, Path], list[str]]:
+    """A stale xfail (hypot has a Metal kernel) for `check --fix` to remove; the practice tree's
+    BinaryOps.mm has a dead MPSGraph function (MPS007) it removes too."""
+
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        path = root / COMMON_MPS
+        text = path.read_text()
+        anchor = text.index('UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n') + len('UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n')
+        path.write_text(text[:anchor] + '            "hypot": None,\n' + text[anchor:])
+        return [*(a.replace("TMP", str(tmp)) for a in args), "--root", str(root)]
+
+    return prepare
+
+
+def _check_output() -> list[Case]:
+    """`check` when its output fails: after --fix or --baseline wrote, exit 3 saying what is
+    written (never "nothing written", never a traceback); before anything is written, exit 2
+    "nothing written", as new-op and migrate."""
+    fam, fixed, fixes = "check output", "the fixes are applied", (BINARY_OPS_MM, COMMON_MPS)
+    full, closed = ("writing to standard output failed", "No space left on device"), ("standard output is closed",)
+    cases = [
+        Case("check --fix, stdout on /dev/full", _stale_xfail("check", "--fix"), 3, (fixed, *full), fam, "fixed", stdout="full", changes=fixes),
+        Case("check --fix, stdout closed", _stale_xfail("check", "--fix"), 3, (fixed, *closed), fam, "fixed", stdout="closed", changes=fixes),
+        Case("check --fix, stderr on /dev/full", _stale_xfail("check", "--fix"), 3, (), fam, "fixed", stderr="full", changes=fixes),
+        Case("check --fix, stderr closed", _stale_xfail("check", "--fix"), 3, (), fam, "fixed", stderr="closed", changes=fixes),
+        Case("check --fix --format json, stdout closed", _stale_xfail("check", "--fix", "--format", "json"), 3, (fixed, *closed), fam, "fixed", stdout="closed", changes=fixes),
+        Case("check --fix --diff, stdout on /dev/full", _stale_xfail("check", "--fix", "--diff"), 2, (*full, "nothing written"), fam, stdout="full"),
+    ]
+    for stream in ("full", "closed"):
+        cases.append(Case(
+            f"check --baseline NEW, stderr {stream}", _stale_xfail("check", "--baseline", "TMP/new.json"), 3, (), fam,
+            never=("nothing written",), stderr=stream, writes=("new.json",),
+        ))
+    for fmt, stream in (("text", "full"), ("json", "closed"), ("lintrunner", "closed"), ("github", "full")):
+        cases.append(Case(
+            f"check --format {fmt}, stdout {stream}", _stale_xfail("check", "--format", fmt), 2,
+            (*(full if stream == "full" else closed), "nothing written"), fam, stdout=stream,
+        ))
+    return cases
+
+
+def _blank_values() -> list[Case]:
+    """One rule for an empty or white-space value of any option: refused, never taken as the
+    option left out (`--kind ''` once wrote the change)."""
+    said = "the value is empty or only white space"
+    cases = []
+    for args, flag in [
+        ((*NEW_OP, "--kind", ""), "--kind"), ((*NEW_OP, "--kind", " "), "--kind"), (("new-op", "heaviside", "--kind", ""), "--kind"),
+        ((*NEW_OP, "--stub", ""), "--stub"), ((*NEW_OP, "--row", "heaviside.out", "--row", "\t"), "--row"),
+        ((*NEW_OP, "--expr", " "), "--expr"), ((*NEW_OP, "--functor-file", ""), "--functor-file"), ((*NEW_OP, "--patch", ""), "--patch"),
+        (("migrate-from-mpsgraph", "acosh", "--stub", ""), "--stub"), (("new-kernel", "_pdist_forward", "--file", ""), "--file"),
+        (("new-kernel", "_pdist_forward", "--dtypes", " "), "--dtypes"), (("coverage", "-o", ""), "--output"),
+        (("explain", "acosh", "--format", ""), "--format"), (("check", "--select", ""), "--select"), (("check", "--baseline", " "), "--baseline"),
+        (("check", "--since", ""), "--since"),
+    ]:
+        cases.append(Case(f"blank value: {args[0]} {flag} {args[-1]!r}", _args(*args), 2, (f"{flag} {args[-1]!r}", said)))
+    for command in (NEW_OP, ("check",), ("recover",)):  # --root last: the value taken
+        cases.append(Case(f"blank value: {command[0]} --root ''", lambda root, tmp, c=command: [*c, "--root", ""], 2, ("--root ''", said)))
+    return cases
+
+
+CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits() + _new_kernel() + _blank_values() + _check_output()
 FAMILIES = tuple(dict.fromkeys(c.family for c in CASES)) + ("kill",)
 
 
@@ -592,7 +660,7 @@ def judge(
     if ran.code != case.exit_code:
         wrong.append(f"exit {ran.code}, not {case.exit_code}")
     wrong += [f"does not say {w!r}" for w in case.words if w not in text]
-    never = case.never + (("nothing written", "nothing was written") if case.outcome == "applied" else ())
+    never = case.never + (("nothing written", "nothing was written") if case.outcome in ("applied", "fixed") else ())
     wrong += [f"says {w!r}" for w in never if w in text]
     visible = case.stdout == "pipe" and case.stderr == "pipe"
     if case.exit_code and case.paragraph and case.outcome == "untouched" and visible and len(text.strip().splitlines()) > 3:
@@ -603,7 +671,13 @@ def judge(
     if temps:
         count("temp files left", f"temporary files left: {temps}")
     now = {k: v for k, v in after.items() if not is_temp(k)}
-    if case.outcome == "applied":
+    if case.outcome == "fixed":
+        changed = _changed(before, after)
+        if not changed:
+            count("wrong exit or message", "said fixed, but the tree is untouched")
+        elif set(changed) - set(case.changes):
+            count("unintended writes", f"tree files changed beyond the fix's: {sorted(set(changed) - set(case.changes))}")
+    elif case.outcome == "applied":
         if now != reference:
             if now == before:
                 count("wrong exit or message", "said applied, but the tree is untouched")
@@ -615,11 +689,11 @@ def judge(
             count("unintended writes", f"tree files changed: {changed}")
             if ran.code:  # a refused run that changed some of the files it would edit
                 counts["half-applied"] = counts.get("half-applied", 0) + 1
-    outside = _changed(scratch_before, scratch_after)
+    outside = [k for k in _changed(scratch_before, scratch_after) if k not in case.writes]
     if outside:
         count("unintended writes", f"files written outside the tree: {outside}")
     if not problems:
-        key = "applied and said so" if case.outcome == "applied" else "clean errors" if case.exit_code else "expected successes"
+        key = "applied and said so" if case.outcome in ("applied", "fixed") else "clean errors" if case.exit_code else "expected successes"
         counts[key] = 1
     return counts, problems
 
