@@ -13,6 +13,7 @@ address space (``RLIMIT_AS``). Nothing here prints; stdlib only, so any layer ma
 from __future__ import annotations
 
 import os
+import resource  # (imported here, never in the forked child: an import there could wait on a lock another thread holds)
 import signal
 import subprocess
 
@@ -28,9 +29,7 @@ def run(
     :class:`OSError` when it cannot start; any way out but the child's end kills its group."""
     cpu = int(timeout) + 2
 
-    def bounds() -> None:  # (in the child, between fork and exec)
-        import resource
-
+    def bounds() -> None:  # (in the child, between fork and exec: system calls only)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # soft: SIGXCPU, then SIGKILL
         if memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

@@ -45,7 +45,8 @@ class _Group(TyperGroup):
 
 def _nonblank(param, ctx, value):
     """``param``'s processing of ``value``, once the value passed :func:`blank_value`."""
-    if (refused := blank_value(param.opts[0], value)) is not None:
+    given = getattr(ctx.get_parameter_source(param.name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")
+    if given and (refused := blank_value(param.opts[0], value)) is not None:
         fail(refused)
     return param._mpsgen_raw(ctx, value)
 
