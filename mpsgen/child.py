@@ -7,7 +7,7 @@ an interrupt (Ctrl-C; SIGTERM and SIGHUP, which the CLI turns into one), any exc
 Bounds set in the child before it runs (inherited by what it starts): CPU seconds
 (``RLIMIT_CPU``, a little over the time limit: the kernel ends a compiler left running even
 when mpsgen itself is killed with SIGKILL and cannot kill it) and, when ``memory`` is given,
-address space (``RLIMIT_AS``). Nothing here prints; stdlib only, so any layer may use it.
+address space (``RLIMIT_AS``, on Linux). Nothing here prints; stdlib only, so any layer may use it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ import os
 import resource  # (imported here, never in the forked child: an import there could wait on a lock another thread holds)
 import signal
 import subprocess
+import sys
 
 COMPILER_MEMORY = 1 << 30  # bytes of address space for a compiler (a functor's compile peaks near 130 MB)
+# RLIMIT_AS counts address space reserved, not used: on macOS every process maps the multi-GB
+# dyld shared cache, so the bound would stop any compiler there; Linux only (the CPU bound holds on both)
+BOUNDS_SPACE = sys.platform.startswith("linux")
 
 
 def run(
@@ -29,10 +33,15 @@ def run(
     :class:`OSError` when it cannot start; any way out but the child's end kills its group."""
     cpu = int(timeout) + 2
 
-    def bounds() -> None:  # (in the child, between fork and exec: system calls only)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # soft: SIGXCPU, then SIGKILL
-        if memory is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    space = memory if memory is not None and BOUNDS_SPACE else None
+
+    def bounds() -> None:  # (in the child, between fork and exec: system calls only; best effort)
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # soft: SIGXCPU, then SIGKILL
+            if space is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (space, space))
+        except (OSError, ValueError):
+            pass
 
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
