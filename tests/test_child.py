@@ -1,5 +1,5 @@
 """Children mpsgen starts (mpsgen/child.py): a compile that cannot finish leaves no process
-behind, whatever ends it (its time limit, SIGTERM or SIGINT of mpsgen); its memory is bounded;
+behind, whatever ends it (its time limit, SIGTERM, SIGINT or SIGHUP of mpsgen, an exception); its memory is bounded;
 a timeout is remembered for the same source; a functor too large to compile is refused first."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,71 +15,11 @@ import pytest
 
 from mpsgen import child, compile_gate, trial
 from mpsgen.practice import build_practice_tree
+from tests.hostile_cases import RUNAWAY_FUNCTOR, SPIN, Watch, descendants, still_running
 
 needs_compiler = pytest.mark.skipif(compile_gate.find_compiler() is None, reason="no C++ compiler on PATH")
 
-# A compile that cannot finish in any time a test waits, in little memory: a constant evaluated
-# at compile time by 10^10 loop steps (g++ gives up only after 2^33 operations, minutes later);
-# cc1plus holds ~130 MB meanwhile.
-SPIN = (
-    "static constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i) for (long j = 0; j < 100000; ++j) "
-    "s += j ^ i; return s; }\n"
-)
 RUNAWAY_CPP = SPIN.replace("static ", "") + "constexpr long forever = spin();\nint main() { return forever > 0; }\n"
-RUNAWAY_FUNCTOR = SPIN + "template <typename T> T operator()(T a, T b) { constexpr long v = spin(); return a + T(v & 1); }\n"
-
-
-def _stat(pid: int) -> tuple[int, str, str] | None:
-    """(parent pid, state, command name) of a live process, None once gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    name = raw[raw.index("(") + 1 : raw.rindex(")")]
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return int(fields[1]), fields[0], name
-
-
-def _descendants(pid: int) -> dict[int, str]:
-    """Every live process below ``pid`` (pid -> name)."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (st := _stat(int(entry))) is not None:
-            parents[int(entry)] = (st[0], st[2])
-    found, todo = {}, [pid]
-    while todo:
-        p = todo.pop()
-        for c, (ppid, name) in parents.items():
-            if ppid == p and c not in found:
-                found[c] = name
-                todo.append(c)
-    return found
-
-
-def _alive(pids) -> list[str]:
-    """Those of ``pids`` still running (a zombie has ended)."""
-    return [f"{p} {st[2]}" for p in pids if (st := _stat(p)) is not None and st[1] not in ("Z", "X")]
-
-
-class _Watch:
-    """Every process seen below ``pid`` while the watch lasts (sampled every 20 ms)."""
-
-    def __init__(self, pid: int):
-        self.pid, self.seen, self._stop = pid, {}, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.seen.update(_descendants(self.pid))
-            time.sleep(0.02)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @needs_compiler
@@ -88,12 +27,12 @@ def test_a_compile_past_its_time_limit_leaves_no_process_and_is_remembered(tmp_p
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(compile_gate, "COMPILE_TIME_LIMIT", 1.5)
     shim = "// the shim\n"
-    with _Watch(os.getpid()) as watch:
+    with Watch(os.getpid()) as watch:
         code, stderr, cached = compile_gate._compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
     assert code == 1 and "did not finish within 2 s" in stderr and not cached, stderr
     assert "cc1plus" in watch.seen.values(), watch.seen  # the compiler proper ran, under the driver
     time.sleep(0.2)
-    assert not _alive(watch.seen), f"left running: {_alive(watch.seen)}"
+    assert not still_running(watch.seen), f"left running: {still_running(watch.seen)}"
     t0 = time.monotonic()
     code, stderr, cached = compile_gate._compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
     assert cached and code == 1 and "an earlier run on this same source" in stderr and "delete that file" in stderr
@@ -106,10 +45,10 @@ def test_try_remembers_a_build_that_ran_out_of_time(tmp_path: Path, monkeypatch)
     (tmp_path / "driver.cpp").write_text(RUNAWAY_CPP)
     binary = tmp_path / "program"
     argv = [compile_gate.find_compiler(), "-std=c++17", "-O1", "-o", str(binary), str(tmp_path / "driver.cpp")]
-    with _Watch(os.getpid()) as watch, pytest.raises(trial.Refused, match="did not finish within 2 s"):
+    with Watch(os.getpid()) as watch, pytest.raises(trial.Refused, match="did not finish within 2 s"):
         trial.compile_program(argv, binary, "spin_functor", "spec.yaml")
     time.sleep(0.2)
-    assert "cc1plus" in watch.seen.values() and not _alive(watch.seen)
+    assert "cc1plus" in watch.seen.values() and not still_running(watch.seen)
     t0 = time.monotonic()
     with pytest.raises(trial.Refused, match="remembered from an earlier run on this same source"):
         trial.compile_program(argv, binary, "spin_functor", "spec.yaml")
@@ -130,16 +69,16 @@ def test_an_exception_while_waiting_kills_the_group(monkeypatch):
 
     def interrupted(self, *args, **kwargs):
         deadline = time.monotonic() + 30
-        while len(_descendants(self.pid)) < 1 and time.monotonic() < deadline:
+        while len(descendants(self.pid)) < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
-    with _Watch(os.getpid()) as watch, pytest.raises(KeyboardInterrupt):
+    with Watch(os.getpid()) as watch, pytest.raises(KeyboardInterrupt):
         child.run([sys.executable, "-c", script], timeout=60)
     monkeypatch.setattr(subprocess.Popen, "communicate", real)
     time.sleep(0.2)
-    assert len(watch.seen) == 2 and not _alive(watch.seen), watch.seen
+    assert len(watch.seen) == 2 and not still_running(watch.seen), watch.seen
 
 
 @needs_compiler
@@ -154,7 +93,7 @@ def test_mpsgen_signalled_mid_compile_exits_130_and_leaves_no_compiler(tmp_path:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path,
     )
     try:
-        with _Watch(proc.pid) as watch:
+        with Watch(proc.pid) as watch:
             deadline = time.monotonic() + 120
             while "cc1plus" not in watch.seen.values() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -168,7 +107,7 @@ def test_mpsgen_signalled_mid_compile_exits_130_and_leaves_no_compiler(tmp_path:
     time.sleep(0.2)
     assert proc.returncode == 130 and b"interrupted; nothing written." in err, (proc.returncode, err)
     assert b"Traceback" not in err
-    assert not _alive(watch.seen), f"left running after {sig.name}: {_alive(watch.seen)}"
+    assert not still_running(watch.seen), f"left running after {sig.name}: {still_running(watch.seen)}"
 
 
 def test_a_functor_too_large_to_compile_is_refused_before_compiling(own_tree: Path, run, tmp_path: Path, monkeypatch):
