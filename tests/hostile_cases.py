@@ -539,7 +539,8 @@ def _blank_values() -> list[Case]:
         (("explain", "acosh", "--format", ""), "--format"), (("check", "--select", ""), "--select"), (("check", "--baseline", " "), "--baseline"),
         (("check", "--since", ""), "--since"),
     ]:
-        cases.append(Case(f"blank value: {args[0]} {flag} {args[-1]!r}", _args(*args), 2, (f"{flag} {args[-1]!r}", said)))
+        shown = " ".join(a if a.strip() else repr(a) for a in args)
+        cases.append(Case(f"blank value: {shown}", _args(*args), 2, (f"{flag} {args[-1]!r}", said)))
     for command in (NEW_OP, ("check",), ("recover",)):  # --root last: the value taken
         cases.append(Case(f"blank value: {command[0]} --root ''", lambda root, tmp, c=command: [*c, "--root", ""], 2, ("--root ''", said)))
     return cases
