@@ -6,10 +6,14 @@ applied and said so (exit 3), wrong exits or messages, tracebacks, unintended wr
 file changed by a refused or dry run, a file written outside the tree), temporary files left,
 half-applied changes, half states after a kill (seen, reported, left half-applied after
 recovery) and raw control characters printed (a byte below 0x20 but newline and tab, or DEL,
-in stdout or stderr). Prints the table the safety issue closes with; exit 1 if any count that
-must be 0 is not.
+in stdout or stderr). Then the trials of issue 30: a compile that cannot finish (ended by
+SIGTERM, SIGINT, SIGHUP, the time limit; processes left behind), a writer paused mid-write
+(check, recover and a second writer must leave it alone), and SIGINT/SIGTERM/SIGHUP at the
+edges of a write (the message and --with-test's file must match the tree). Prints the table
+the safety issues close with; exit 1 if any count that must be 0 is not.
 
-    python benchmarks/hostile_trial.py [--repeat N] [--kills N] [--seed N] [--family NAME]
+    python benchmarks/hostile_trial.py [--repeat N] [--kills N] [--runaways N] [--writers N]
+                                       [--signals N] [--seed N] [--family NAME]
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ from tests.hostile_cases import (  # noqa: E402
     kill_trial,
     reference_apply,
     run_process,
+    runaway_trial,
     scratch_state,
+    signal_trial,
     tree_state,
     undo,
+    writer_trial,
 )
 
 TABLE_COUNTS = (
@@ -47,6 +54,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs of each case")
     ap.add_argument("--kills", type=int, default=20, help="runs of the kill family")
+    ap.add_argument("--runaways", type=int, default=10, help="runs of the runaway compile family")
+    ap.add_argument("--writers", type=int, default=3, help="runs of the concurrent writer family (~25 s each: two 10 s waits)")
+    ap.add_argument("--signals", type=int, default=27, help="runs of the signal timing family")
     ap.add_argument("--seed", type=int, default=20261126, help="seed of the kill moments")
     ap.add_argument("--family", action="append", choices=FAMILIES, help="run only these families")
     opts = ap.parse_args()
@@ -89,6 +99,18 @@ def main() -> int:
             counts, kill_failures = kill_trial(base, Path(tmp) / "kills", runs=opts.kills, seed=opts.seed, reference=reference, runtime=runtime)
             per_family["kill"] = counts
             failures += [f"[kill] {f}" for f in kill_failures]
+        if "runaway compile" in families:
+            counts, more = runaway_trial(base, Path(tmp) / "runaways", runs=opts.runaways)
+            per_family["runaway compile"] = counts
+            failures += [f"[runaway compile] {f}" for f in more]
+        if "concurrent writer" in families:
+            counts, more = writer_trial(base, Path(tmp) / "writers", runs=opts.writers, reference=reference)
+            per_family["concurrent writer"] = counts
+            failures += [f"[concurrent writer] {f}" for f in more]
+        if "signal timing" in families:
+            counts, more = signal_trial(base, Path(tmp) / "signals", runs=opts.signals, seed=opts.seed, reference=reference, runtime=runtime)
+            per_family["signal timing"] = counts
+            failures += [f"[signal timing] {f}" for f in more]
     print_table(per_family)
     for f in failures:
         print("FAILED", f)

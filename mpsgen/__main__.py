@@ -7,11 +7,41 @@ before the ``try`` (``from __future__ import annotations`` imports a module) wou
 window for a traceback."""
 
 try:
+    import signal
     import sys
 
+    def _terminated(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # SIGTERM and SIGHUP end mpsgen as Ctrl-C does, from here on: exit 130 with a message, a
+    # compiler's process group killed, a write finished or not begun (apply holds all three
+    # while it renames: mpsgen.changeset.signals_held)
+    for _name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, _name):
+            signal.signal(getattr(signal, _name), _terminated)
+
     def _interrupted() -> None:
-        sys.stderr.write("interrupted; nothing written.\n")
-        sys.exit(130)
+        try:
+            sys.stderr.write("interrupted; nothing written.\n")
+        except (AttributeError, OSError, ValueError):  # (stderr closed or full: the exit status says it)
+            pass
+        _finish(130)
+
+    def _finish(code: int) -> None:
+        """End the process with ``code`` once the run is over and said so: SIGINT, SIGTERM and
+        SIGHUP are blocked from here on (one now comes after the outcome was told; the
+        interpreter's shutdown would let it kill the process, exit 129/143, after a report
+        that said otherwise), output is flushed, and the heap is not torn down."""
+        import os
+
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)})
+        for stream in (sys.stdout, sys.stderr):  # (a closed or full one: the run said so already)
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        os._exit(code)
 
     def main() -> None:
         try:
@@ -23,7 +53,6 @@ try:
                 # down (as mypy does), nor the run's results (``keep``): output is flushed,
                 # files are closed, nothing else is left to do.
                 import gc
-                import os
 
                 gc.disable()
                 from mpsgen.cli_check import main as check_main
@@ -33,16 +62,27 @@ try:
             _interrupted()
         if check:
             kept: list = []
-            code = check_main(sys.argv[2:], keep=kept)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-        cli_main()
+            _finish(check_main(sys.argv[2:], keep=kept))
+        try:
+            cli_main()
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:  # (sys.exit with a message)
+                sys.stderr.write(f"{exc.code}\n")
+                code = 1
+        _finish(code)
 
     if __name__ == "__main__":
         main()
 except KeyboardInterrupt:  # before main() took over (it reports its own)
+    import os
     import sys
 
-    sys.stderr.write("interrupted; nothing written.\n")
-    sys.exit(130)
+    try:
+        sys.stderr.write("interrupted; nothing written.\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+    os._exit(130)  # (not through the interpreter's shutdown, where a signal kills the process)

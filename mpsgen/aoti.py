@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 
+from mpsgen import child
 from mpsgen.changeset import Changeset
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.aoti import C_SHIM_MPS, FALLBACK_OPS, REGENERATE, TAGS_YAML, YamlEntries, fallback_key, read_fallback_ops
@@ -162,10 +163,7 @@ def generate_header(tree: PytorchTree, yaml_text: str) -> tuple[str | None, str]
             fh.write(yaml_text)
         out_dir = os.path.join(tmp, "out")
         try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _GENERATOR, root, yaml_path, tags, out_dir],
-                capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=TIMEOUT, cwd=tmp,
-            )
+            proc = child.run([sys.executable, "-c", _GENERATOR, root, yaml_path, tags, out_dir], text=True, timeout=TIMEOUT, cwd=tmp)
         except (OSError, subprocess.SubprocessError) as exc:
             return None, f"torchgen could not be run ({exc})"
         if proc.returncode != 0:

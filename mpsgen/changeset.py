@@ -12,14 +12,13 @@ import difflib
 import os
 import signal
 import threading
-import time
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.files import sync_folder, write_whole
-from mpsgen.journal import Journal, JournalEntry, keep_old, recover_command, refuse_interrupted
+from mpsgen.journal import Journal, JournalEntry, keep_old, recover_command, refuse_interrupted, writer_lock
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
@@ -173,6 +172,9 @@ class Changeset:
     blockers: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # test-list entries deliberately left, and why
     next_steps: list[str] = field(default_factory=list)  # commands to build and test the change
+    # set by :meth:`apply` right after the last rename (signals held): the paths now holding the
+    # change. Whoever reports an interrupt reads it to say what is on disk.
+    applied: list[str] | None = None
 
     def add(self, source: SourceFile, new_text: str) -> None:
         for i, e in enumerate(self.edits):
@@ -266,10 +268,10 @@ class Changeset:
         is on disk from before the first file is staged until the last rename is, so that a kill
         or a power loss in between is found, and finished or rolled back, by a later run."""
         self.check_writable()
-        with _tree_writer_lock(self.tree.root):
+        with writer_lock(self.tree.root):
             refuse_interrupted(self.tree.root, tidy=True)
             self.check_unchanged()
-            with _signals_held() as held:
+            with signals_held() as held:
                 written = self._apply(command)
         if held:
             raise Interrupted(
@@ -318,6 +320,7 @@ class Changeset:
                 else:
                     os.replace(root / j.new_copy, root / j.path)
                 done.append(j)
+            self.applied = [j.path for j in done]  # (the last rename is done)
         except BaseException as exc:
             stuck = []
             for j in reversed(done):
@@ -400,42 +403,8 @@ class Interrupted(MpsgenError):
     exit_code = 130
 
 
-WRITER_LOCK_WAIT = 10.0  # seconds a second writer waits for the first
-
-
 @contextlib.contextmanager
-def _tree_writer_lock(root: Path, wait: float | None = None):
-    """One mpsgen writes to a tree at a time: an exclusive ``flock`` on the tree's root folder
-    itself (no lock file is created in the tree), held from the last conflict check to the
-    last rename. A second writer waits up to ``wait`` seconds, then is refused; after the first
-    one it finds the files changed and refuses with "changed since mpsgen read it"."""
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system: no lock, the conflict check still guards
-        yield
-        return
-    wait = WRITER_LOCK_WAIT if wait is None else wait
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise Refused(
-                        f"another mpsgen has been writing to {root} for {wait:.0f} s; nothing was written.",
-                        hint="Wait for it to finish, then run the command again.",
-                    ) from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-@contextlib.contextmanager
-def _signals_held():
+def signals_held():
     """Hold SIGINT, SIGTERM and SIGHUP for the duration (main thread only); yields the list
     of the names of those that arrived."""
     arrived: list[str] = []

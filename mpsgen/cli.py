@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from mpsgen.errors import BadInput, MpsgenError, Refused
+from mpsgen.errors import BadInput, MpsgenError, Refused, blank_value
 from mpsgen.files import write_whole
 from mpsgen.resources import resource_dir
 from mpsgen.text import visible
@@ -29,7 +31,29 @@ from mpsgen.spec import (
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 
+class _Group(TyperGroup):
+    """The app's command groups: every option of a command they hand out refuses an empty or
+    whitespace-only value given on the command line (one rule: :func:`mpsgen.errors.blank_value`)."""
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if getattr(param, "param_type_name", "") == "option" and not param.is_flag and not hasattr(param, "_mpsgen_raw"):
+                param._mpsgen_raw = param.process_value
+                param.process_value = functools.partial(_nonblank, param)
+        return command
+
+
+def _nonblank(param, ctx, value):
+    """``param``'s processing of ``value``, once the value passed :func:`blank_value`."""
+    given = getattr(ctx.get_parameter_source(param.name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")
+    if given and (refused := blank_value(param.opts[0], value)) is not None:
+        fail(refused)
+    return param._mpsgen_raw(ctx, value)
+
+
 app = typer.Typer(
+    cls=_Group,
     add_completion=True,  # --install-completion / --show-completion
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: typer's rich help formatter costs ~60 ms of start-up
@@ -37,7 +61,7 @@ app = typer.Typer(
     help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-spec_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
+spec_app = typer.Typer(cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
 app.add_typer(spec_app, name="spec")
 
 if TYPE_CHECKING:
@@ -238,6 +262,7 @@ def report(
         err.print(f"wrote {patch} ({len(changeset.changed)} file(s)); apply it with `git apply {patch}` at {changeset.tree.root}.")
         return
     made: list[Path] = []
+    _APPLYING.append(changeset)  # (an interrupt from here on reads what is on disk: changeset.applied)
     try:
         for path, text, _replace, _said in side_files:
             try:
@@ -250,10 +275,10 @@ def report(
             made.append(path)
         written = changeset.apply(command=f"{sys.argv[1] if len(sys.argv) > 1 else ''} {op}".strip())
     except BaseException:
-        for path in made:  # the change was not applied: its side files go too
-            path.unlink(missing_ok=True)
+        if changeset.applied is None:  # the change was not applied: its side files go too
+            for path in made:
+                path.unlink(missing_ok=True)
         raise
-    _APPLIED.append(f"{len(written)} file(s) in {changeset.tree.root}")
     with applied(changeset, "printing what it did"):
         for note in changeset.notes:
             err.print(f"  {note}")
@@ -263,13 +288,14 @@ def report(
         print_next_steps(changeset, given)
 
 
-_APPLIED: list[str] = []  # what this run wrote to the tree, for an interrupt that comes after
+_APPLYING: list[Changeset] = []  # the changes this run applies or applied, for an interrupt that comes after
 _REPORTED: list[int] = []  # the exit codes of the errors this run has printed
 
 
 def _interrupt_message() -> str:
-    if _APPLIED:
-        return f"interrupted after the change was applied ({_APPLIED[-1]}): it is complete."
+    done = [c for c in _APPLYING if c.applied is not None]
+    if done:
+        return f"interrupted after the change was applied ({len(done[-1].applied)} file(s) in {done[-1].tree.root}): it is complete."
     return "interrupted; nothing written."
 
 
@@ -988,29 +1014,28 @@ def recover_cmd(
     by `mpsgen check`. Without a flag this shows each file's state.
 
     Example: mpsgen recover --abort"""
-    from mpsgen.journal import Journal
+    from mpsgen.journal import Journal, remove_cut_short, writer_lock
 
     try:
         if resume and abort:
             raise BadInput("--resume and --abort: give one of them (finish the change, or roll it back).")
         tree = PytorchTree.locate(root)
-        journal = Journal.find(tree.root)
-        if journal is None:
-            from mpsgen.journal import remove_cut_short
-
-            stale = remove_cut_short(tree.root)  # (a kill while the journal itself was written)
-            if stale is not None:
-                err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
+        with writer_lock(tree.root):  # (a journal of a live write is not an interrupted change)
+            journal = Journal.find(tree.root)
+            if journal is None:
+                stale = remove_cut_short(tree.root)  # (a kill while the journal itself was written)
+                if stale is not None:
+                    err.print(f"removed {stale}, a journal cut short before any file of the tree was touched; nothing else to recover.")
+                    return
+                err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
                 return
-            err.print(f"nothing to recover: no interrupted mpsgen change in {tree.root}.")
-            return
-        if not (resume or abort):
-            out.print(journal.summary() + ":")
-            for s in journal.states():
-                out.print(f"  {s.state:<8} {s.entry.path}")
-            err.print("finish it with --resume, or roll it back with --abort.")
-            raise typer.Exit(1)
-        done = journal.resume() if resume else journal.abort()
+            if not (resume or abort):
+                out.print(journal.summary() + ":")
+                for s in journal.states():
+                    out.print(f"  {s.state:<8} {s.entry.path}")
+                err.print("finish it with --resume, or roll it back with --abort.")
+                raise typer.Exit(1)
+            done = journal.resume() if resume else journal.abort()
         verb = "finished" if resume else "rolled back"
         err.print(f"{verb} the interrupted change ({len(done)} file(s) {'written' if resume else 'restored'}).")
     except MpsgenError as exc:
@@ -1234,7 +1259,7 @@ def main() -> None:
         # over a file-size limit (ulimit -f) a write should fail (EFBIG, and the staged files are
         # removed) rather than kill the process half-way through staging
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    _APPLIED.clear()
+    _APPLYING.clear()
     _REPORTED.clear()
     try:
         code = app(standalone_mode=False)
@@ -1246,6 +1271,7 @@ def main() -> None:
     except click_exceptions.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except RecursionError:

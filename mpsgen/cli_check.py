@@ -18,7 +18,8 @@ from mpsgen.text import visible
 
 EPILOG = """\
 exit status: 0 no findings, 1 findings (lintrunner format: always 0), 2 could not run;
-with --fail-on error (the default of --changed) warnings alone exit 0.
+3 --fix or --baseline wrote its files but printing the report failed (a full or closed
+output); 130 interrupted. With --fail-on error (the default of --changed) warnings alone exit 0.
 
 examples:
   mpsgen check                                   the whole tree
@@ -70,40 +71,100 @@ def parser():
     return p
 
 
+class _OutputFailed(Exception):
+    """Standard output or error is closed, or a write to it failed (a full disk)."""
+
+
+def _write(which: str, text: str) -> None:
+    """Write ``text`` to ``sys.stdout`` or ``sys.stderr`` (``which``), flushed: a closed or full
+    stream is an :class:`_OutputFailed` here, inside :func:`main`'s handling."""
+    stream = getattr(sys, which)
+    name = "standard output" if which == "stdout" else "standard error"
+    if stream is None:
+        raise _OutputFailed(f"{name} is closed")
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        raise _OutputFailed(f"writing to {name} failed ({getattr(exc, 'strerror', None) or exc})") from None
+
+
 def _err(text: str) -> None:
-    sys.stderr.write(visible(text) + "\n")
+    _write("stderr", visible(text) + "\n")
+
+
+def _say(text: str) -> None:
+    """:func:`_err` where a failure is no news (the exit status says it)."""
+    try:
+        _err(text)
+    except _OutputFailed:
+        pass
+
+
+# what this run wrote, for a failure or an interrupt after it: the fixes' changesets (their
+# ``applied`` is set after the last rename) and the baselines recorded
+_FIXES: list = []
+_RECORDED: list[str] = []
+
+
+def _on_disk() -> str:
+    """What this run has written, in words ("" for nothing)."""
+    said = [f"the fixes are applied ({len(c.applied)} file(s) in {c.tree.root})" for c in _FIXES if c.applied is not None]
+    return "; ".join(said + _RECORDED)
 
 
 def main(argv: list[str] | None = None, keep: list | None = None) -> int:
     """Run ``mpsgen check`` with ``argv``; its exit status. ``keep``: a list the run's results
     are appended to, for a caller that ends the process without freeing them (see
     :mod:`mpsgen.__main__`): a run's findings reach, through their locations, everything the
-    index read, tens of thousands of objects whose freeing one by one costs ~2 ms."""
+    index read, tens of thousands of objects whose freeing one by one costs ~2 ms.
+
+    After --fix or --baseline wrote its files, a failure (a full or closed output) exits 3
+    and an interrupt 130, each saying what is written; before, "nothing written" (exit 2 for
+    a failure: as new-op and migrate)."""
+    _FIXES.clear()
+    _RECORDED.clear()
     try:
         return _main(sys.argv[1:] if argv is None else argv, keep if keep is not None else [])
     except KeyboardInterrupt:
-        _err("interrupted; nothing written.")
+        done = _on_disk()
+        _say(f"interrupted; {done}, complete." if done else "interrupted; nothing written.")
         return 130
     except RecursionError:
-        _err("error: the input is nested too deeply to read; nothing written.")
+        _say("error: the input is nested too deeply to read; nothing written.")
+        return 2
+    except _OutputFailed as exc:
+        done = _on_disk()
+        if done:
+            _say(f"error: {done}; then {exc}, so the report is incomplete.")
+            return 3
+        _say(f"error: {exc}; nothing written.")
         return 2
     except OSError as exc:
+        done = _on_disk()
         where = f"{exc.filename}: " if exc.filename else ""
-        _err(f"error: {where}{exc.strerror or exc}; nothing written. Check the path and try again.")
+        if done:
+            _say(f"error: {done}; then {where}{exc.strerror or exc}.")
+            return 3
+        _say(f"error: {where}{exc.strerror or exc}; nothing written. Check the path and try again.")
         return 2
 
 
 def _main(argv: list[str], keep: list) -> int:
-    opts = parser().parse_args(argv)  # bad flags: usage and exit 2 (argparse)
+    p = parser()
+    opts = p.parse_args(argv)  # bad flags: usage and exit 2 (argparse)
     from mpsgen.check import explain, run_check
     from mpsgen.check.config import load_config, selected_codes, split_codes
     from mpsgen.check.formats import github_lines, json_document, lintrunner_lines, summary, text_lines
-    from mpsgen.errors import BadInput, MpsgenError
+    from mpsgen.errors import BadInput, MpsgenError, blank_value
     from mpsgen.tree import PytorchTree
 
     try:
+        for action in p._actions:  # every option with a value: the CLI's one rule (as the typer commands')
+            if action.option_strings and action.nargs != 0 and (refused := blank_value(action.option_strings[0], getattr(opts, action.dest))):
+                raise refused
         if opts.explain is not None:
-            sys.stdout.write(explain(opts.explain))
+            _write("stdout", explain(opts.explain))
             return 0
         if opts.diff and not opts.fix:
             raise BadInput("--diff previews --fix: give both (`mpsgen check --fix --diff`).")
@@ -148,11 +209,17 @@ def _main(argv: list[str], keep: list) -> int:
                     raise BadInput(f"--baseline {baseline} does not exist: record it from a whole-tree run (no PATH), then lint paths against it.")
                 from mpsgen.files import write_whole
 
-                write_whole(baseline, baseline_document(findings).encode("utf-8"), replace=False)  # whole or none
+                from mpsgen.changeset import signals_held
+
+                with signals_held() as held:  # (an interrupt is told what is on disk)
+                    write_whole(baseline, baseline_document(findings).encode("utf-8"), replace=False)  # whole or none
+                    _RECORDED.append(f"the baseline is recorded in {baseline}")
+                if held:
+                    raise KeyboardInterrupt
                 _err(f"recorded {len(findings)} finding(s) in {baseline}; later runs report only new ones.")
                 return 0
     except MpsgenError as exc:
-        _err(f"error: {exc}")
+        _say(f"error: {exc}")  # (a failure to say it leaves the exit status to say it)
         return exc.exit_code
     if opts.format == "json":
         lines = [json_document(findings, result.root, result.notes)]
@@ -162,9 +229,8 @@ def _main(argv: list[str], keep: list) -> int:
         lines = github_lines(findings) + [f"::warning ::{n}" for n in result.notes]
     else:
         lines = text_lines(findings)
-    out = sys.stdout
-    for line in lines:  # (JSON is escaped already; a tree's names and paths in the others are not)
-        out.write(visible(line) + "\n")
+    # (JSON is escaped already; a tree's names and paths in the others are not)
+    _write("stdout", "".join(visible(line) + "\n" for line in lines))
     if opts.format != "lintrunner":
         for note in result.notes:
             _err(f"warning: {note}")
@@ -206,11 +272,12 @@ def _fix(tree, result, *, diff: bool) -> int:
     for why in skipped:
         _err(f"not fixed: {why}")
     if diff:
-        sys.stdout.write(visible(changeset.diff()))
+        _write("stdout", visible(changeset.diff()))
         _err(f"--fix --diff: {len(changeset.changed)} file(s) would change; nothing written.")
         return 1 if not changeset.empty else 0
     if changeset.empty:
         return 0
+    _FIXES.append(changeset)
     written = changeset.apply(command="check --fix")
     for note in changeset.notes:
         _err(f"fixed: {note}")

@@ -21,13 +21,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsgen import child
 from mpsgen.errors import Location, Refused
 from mpsgen.spec import FunctorSource, OpSpec
-from mpsgen.trial import cache_dir, install_compiler_command
+from mpsgen.trial import cache_dir, install_compiler_command, out_of_memory, refuse_too_large
 from mpsgen.trial import compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
+_TIMED_OUT = "the compiler did not finish within"  # (the cached answer of a compile that ran out of time)
 
 # What Metal's C++ dialect does not have, found as whole words in the functor's code (comments
 # and strings blanked): (pattern, why).
@@ -131,7 +133,10 @@ def _recursion(functor: FunctorSource, text: str, masked: str) -> list[str]:
 
 
 def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
-    """(return code, stderr, cached) of a syntax-only compile of ``source``."""
+    """(return code, stderr, cached) of a syntax-only compile of ``source``. The compiler runs
+    in a process group of its own, bounded in time and memory (:mod:`mpsgen.child`); a compile
+    that runs out of time is remembered like any answer, so the same source is not compiled
+    again (the entry's path is named, to delete for another try)."""
     try:
         stamp = os.stat(cxx).st_mtime_ns
     except OSError:
@@ -140,6 +145,10 @@ def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
     entry = cache_dir("gate") / key
     try:
         code, _, stderr = entry.read_text(encoding="utf-8").partition("\n")
+        if _TIMED_OUT in stderr:
+            stderr = stderr.rstrip("\n") + (
+                f" (an earlier run on this same source; remembered in {entry}: delete that file to compile it again)"
+            )
         return int(code), stderr, True
     except (OSError, ValueError):
         pass
@@ -153,24 +162,26 @@ def _compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
                 hint="Free space or raise the file size limit where TMPDIR points, then run the command again.",
             ) from None
         try:
-            proc = subprocess.run(
-                [cxx, "-std=c++17", "-fsyntax-only", "-w", "driver.cpp"],
-                cwd=work, capture_output=True, text=True, timeout=COMPILE_TIME_LIMIT,
-                stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"},
+            proc = child.run(
+                [cxx, "-std=c++17", "-fsyntax-only", "-w", "driver.cpp"], cwd=work, text=True,
+                timeout=COMPILE_TIME_LIMIT, memory=child.COMPILER_MEMORY, env={**os.environ, "LC_ALL": "C"},
             )
+            code, stderr = proc.returncode, proc.stderr
+            if code != 0 and out_of_memory(stderr):
+                stderr = f"driver.cpp:1:1: error: the compiler ran out of its {child.COMPILER_MEMORY >> 20} MB of memory\n{stderr}"
         except subprocess.TimeoutExpired:
-            return 1, f"driver.cpp:1:1: error: the compiler did not finish within {COMPILE_TIME_LIMIT:.0f} s", False
+            code, stderr = 1, f"driver.cpp:1:1: error: {_TIMED_OUT} {COMPILE_TIME_LIMIT:.0f} s (stopped)"
         except OSError as exc:
             return 1, f"driver.cpp:1:1: error: could not run {cxx}: {exc.strerror}", False
     try:  # the answer is cached whole or not at all (a temp file renamed into place)
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(f"{proc.returncode}\n{proc.stderr}")
+            f.write(f"{code}\n{stderr}")
         os.replace(tmp, entry)
     except OSError:
         pass  # an unwritable cache only costs the next run a compile
-    return proc.returncode, proc.stderr, False
+    return code, stderr, False
 
 
 def check_functor(spec: OpSpec, text: str, pairs: list[tuple[str, str]]) -> GateResult:
@@ -179,6 +190,7 @@ def check_functor(spec: OpSpec, text: str, pairs: list[tuple[str, str]]) -> Gate
     from mpsgen.resources import resource_dir
     from mpsgen.trial import driver_source
 
+    refuse_too_large(spec.functor.expr or spec.functor.body or text, spec.functor.origin, "functor")
     problems = metal_problems(spec.functor, text)
     cxx = find_compiler()
     if cxx is None or not pairs:

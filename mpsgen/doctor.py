@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from mpsgen import child
 from mpsgen.errors import MpsgenError
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
 
@@ -32,7 +33,7 @@ class Check:
 
 def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 20) -> subprocess.CompletedProcess | None:
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return child.run(cmd, cwd=cwd, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -64,3 +64,16 @@ class SpecErrors(BadInput):
 
     def __str__(self) -> str:
         return self.message
+
+
+def blank_value(flag: str, values) -> BadInput | None:
+    """The one rule for every option given a value on the command line (``values``: the value,
+    or the values of a repeatable option): an empty or whitespace-only one is refused, never
+    taken as the option left out."""
+    for value in (values,) if isinstance(values, str) else values if isinstance(values, (list, tuple)) else ():
+        if isinstance(value, str) and not value.strip():
+            return BadInput(
+                f"{flag} {value!r}: the value is empty or only white space; nothing written.",
+                hint=f"Give {flag} a value, or leave {flag} out.",
+            )
+    return None

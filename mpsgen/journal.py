@@ -8,15 +8,23 @@ names, for every file the change writes, the temporary file holding the new cont
 hard link keeping the old content once the rename replaces it, and the SHA-256 of both. The
 journal is removed once every rename is on disk. Any file left with content other than the
 old or the new one was changed since by someone else, and recovery leaves it to the user.
+
+One writer at a time: a writer (and ``recover``) holds an exclusive ``flock`` on the folder
+holding the journal (:func:`writer_lock`; no lock file is made) from its last conflict check
+to its last rename. The kernel drops it when the process ends, however it ends, so a journal
+whose folder is locked is a live write (its writer's pid is in it), one whose folder is not
+is an interrupted one (:func:`live_writer`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
 import shutil
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,6 +33,7 @@ from mpsgen.files import sync_folder
 from mpsgen.tree import journal_path
 
 FORMAT = 1
+WRITER_WAIT = 10.0  # seconds a second writer (or recover) waits for a live one to finish
 
 
 def sha256(data: bytes) -> str:
@@ -53,6 +62,7 @@ class Journal:
     root: Path
     command: str
     entries: tuple[JournalEntry, ...]
+    pid: int | None = None  # the writer's process (None: a journal written before mpsgen named it)
 
     @property
     def path(self) -> Path:
@@ -77,13 +87,13 @@ class Journal:
                     new=sha256(new),
                 )
             )
-        return cls(root, command, tuple(entries))
+        return cls(root, command, tuple(entries), os.getpid())
 
     def begin(self) -> None:
         """Write the journal, whole and on disk, before anything of the tree is touched: to
         ``<journal>.new`` (a fixed name: a kill before the rename leaves a file the next run
         recognises and removes, the tree untouched), then renamed into place."""
-        data = {"mpsgen_journal": FORMAT, "command": self.command, "files": [asdict(e) for e in self.entries]}
+        data = {"mpsgen_journal": FORMAT, "command": self.command, "pid": self.pid, "files": [asdict(e) for e in self.entries]}
         path = self.path
         new = cut_short_path(self.root)
         with open(new, "wb") as fh:
@@ -124,7 +134,8 @@ class Journal:
                 for rel in (e.path, e.new_copy, e.old_copy):
                     if rel.startswith("/") or ".." in rel.split("/") or "\\" in rel or "\0" in rel:
                         raise ValueError(f"a path outside the tree ({rel!r})")
-            return cls(root, str(data.get("command", "")), entries)
+            pid = data.get("pid")
+            return cls(root, str(data.get("command", "")), entries, pid if isinstance(pid, int) and not isinstance(pid, bool) else None)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise BadInput(
                 f"{path}: mpsgen's journal of an interrupted change is not readable ({exc}).",
@@ -211,12 +222,94 @@ def remove_cut_short(root: Path) -> Path | None:
     return stale
 
 
+@contextlib.contextmanager
+def writer_lock(root: Path, wait: float | None = None):
+    """Be the one mpsgen writing to the tree at ``root``: an exclusive ``flock`` on the folder
+    holding its journal, held for the duration. A live writer holding it is waited for up to
+    ``wait`` seconds (:data:`WRITER_WAIT`), then refused, named. Without ``fcntl`` (not a POSIX
+    system) there is no lock; the conflict checks still guard."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    wait = WRITER_WAIT if wait is None else wait
+    fd = os.open(os.path.dirname(journal_path(root)), os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Refused(
+                        f"{_writer(root)} has been writing to {root} for {wait:.0f} s (a write in progress, not an "
+                        "interrupted one); nothing written.",
+                        hint="Wait for it to finish, then run the command again.",
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def live_writer(root: Path | str) -> str | None:
+    """Who is writing to the tree at ``root`` now ("another mpsgen (pid N, `mpsgen CMD`)"), or
+    None: no process holds :func:`writer_lock`, so a journal there is an interrupted change."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        fd = os.open(os.path.dirname(journal_path(root)), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _writer(Path(root))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # (and the shared lock with it)
+    return None
+
+
+def _writer(root: Path) -> str:
+    """The live writer, named by its journal when it has written one."""
+    try:
+        journal = Journal.find(root)
+    except BadInput:
+        journal = None
+    if journal is None or journal.pid is None:
+        return "another mpsgen"
+    return f"another mpsgen (pid {journal.pid}, `mpsgen {journal.command}`)" if journal.command else f"another mpsgen (pid {journal.pid})"
+
+
+def wait_for_writer(root: Path, wait: float | None = None) -> None:
+    """Wait up to ``wait`` seconds (:data:`WRITER_WAIT`) for a live writer of ``root`` to finish;
+    refuse, naming it, if it has not."""
+    wait = WRITER_WAIT if wait is None else wait
+    deadline = time.monotonic() + wait
+    while (who := live_writer(root)) is not None:
+        if time.monotonic() > deadline:
+            raise Refused(
+                f"{who} is writing to {root} (a write in progress, not an interrupted one); nothing written.",
+                hint="Wait for it to finish, then run the command again.",
+            )
+        time.sleep(0.05)
+
+
 def refuse_interrupted(root: Path, *, tidy: bool = False) -> None:
-    """Refuse to plan or write on a tree where an earlier change was cut short. ``tidy`` (a
-    writer, holding the tree's lock): remove a journal that a kill cut short while it was
-    being written (``<journal>.new``; nothing of the tree was touched then)."""
+    """Refuse to plan or write on a tree where an earlier change was cut short. A live write
+    is waited for (:func:`wait_for_writer`) first. ``tidy`` (a writer, holding the tree's
+    lock): remove a journal that a kill cut short while it was being written
+    (``<journal>.new``; nothing of the tree was touched then)."""
     if tidy:
         remove_cut_short(root)
+    else:
+        wait_for_writer(root)
     journal = Journal.find(root)
     if journal is not None:
         raise Refused(

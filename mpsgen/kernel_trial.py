@@ -23,7 +23,8 @@ from pathlib import Path
 
 from mpsgen.errors import BadInput, Refused
 from mpsgen.kernelspec import KernelSpec
-from mpsgen.trial import TIME_LIMIT, cache_dir, compiler, import_torch, missing_requirements
+from mpsgen import child
+from mpsgen.trial import TIME_LIMIT, cache_dir, compile_program, compiler, import_torch, missing_requirements, refuse_too_large
 from mpsgen.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
@@ -128,6 +129,7 @@ def check_kernel_body(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal",
     target file's `using namespace` lines; each problem located at the spec's line."""
     from mpsgen.compile_gate import _compile
 
+    refuse_too_large(spec.body.body or spec.body.expr or "", spec.body.origin, "kernel body")
     cxx = compiler()
     if cxx is None:
         return []
@@ -173,6 +175,7 @@ class KernelTrial:
 
 
 def _build(spec: KernelSpec, sig, cxx: str) -> Path:
+    refuse_too_large(spec.body.body or spec.body.expr or "", spec.body.origin, "kernel body")
     source, first, last = driver_source(spec, sig)
     shim = _shim()
     key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
@@ -185,9 +188,9 @@ def _build(spec: KernelSpec, sig, cxx: str) -> Path:
     (work / "metal_shim.h").write_text(shim, encoding="utf-8")
     (work / "driver.cpp").write_text(source, encoding="utf-8")
     tmp = cache / f".kernel-{spec.kernel}-{key}.tmp"
-    proc = subprocess.run(
-        [cxx, "-std=c++17", "-O1", "-w", "-o", str(tmp), "driver.cpp"], cwd=work, capture_output=True, text=True,
-        timeout=120, stdin=subprocess.DEVNULL,
+    proc = compile_program(
+        [cxx, "-std=c++17", "-O1", "-w", "-o", str(tmp), "driver.cpp"], binary, f"the kernel body of {spec.kernel}",
+        spec.body.origin, cwd=work,
     )
     if proc.returncode != 0:
         raise BadInput(_located(spec, proc.stderr, source, first, last))
@@ -392,7 +395,7 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
         argv += [str(count), str(offset)]
         data += raw
     try:
-        proc = subprocess.run(argv, input=data, capture_output=True, timeout=TIME_LIMIT)
+        proc = child.run(argv, input=data, timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         return KernelCase(dtype_name, what, "mismatch", f"the kernel did not finish within {TIME_LIMIT:.0f} s")
     if proc.returncode != 0:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from mpsgen import child
 from mpsgen.errors import BadInput, MpsgenError, Refused
 from mpsgen.registrations import input_dtypes
 from mpsgen.resources import resource_dir
@@ -34,6 +35,10 @@ from mpsgen.spec import OPERANDS, OpSpec
 from mpsgen.text import shorten
 
 TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
+BUILD_TIME_LIMIT = 120.0  # seconds for compiling the program (it takes about half a second)
+# the longest functor (or kernel body) mpsgen compiles: real ones are under 4 KB; a compiler
+# given ten times that in one expression can run for minutes
+SOURCE_LIMIT = 32 * 1024
 COMPILERS = ("g++", "clang++", "c++")
 TORCH_NAMES = {
     "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
@@ -240,6 +245,39 @@ def params_arguments(spec: OpSpec, values: dict[str, float | bool | None]) -> li
     return [repr(v) for v in numbers + flags]
 
 
+def refuse_too_large(text: str, origin: str, what: str) -> None:
+    """Refuse, before compiling, a ``what`` (functor, kernel body) over :data:`SOURCE_LIMIT`."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > SOURCE_LIMIT:
+        raise BadInput(
+            f"{origin}: the {what} is {size} bytes, over the {SOURCE_LIMIT} bytes ({SOURCE_LIMIT // 1024} KiB) mpsgen "
+            "compiles; nothing written.",
+            hint=f"Split the {what} into helper functions in the kernel file, or shorten it.",
+        )
+
+
+def out_of_memory(stderr: str) -> bool:
+    """Whether a compiler's ``stderr`` says it ran out of memory (its address space is bounded)."""
+    return bool(re.search(r"virtual memory exhausted|out of memory|Cannot allocate memory|std::bad_alloc", stderr))
+
+
+def timed_out_note(entry: Path) -> str | None:
+    """What an earlier build of the same source left at ``entry`` (``<binary>.timeout``) when it
+    ran out of time, or None."""
+    try:
+        return entry.read_text(encoding="utf-8").strip() or "an earlier build ran out of time"
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def remember_timeout(entry: Path, what: str) -> None:
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(what + "\n", encoding="utf-8")
+    except OSError:
+        pass  # (the next run only compiles again)
+
+
 def cache_dir(kind: str) -> Path:
     """mpsgen's cache folder for ``kind`` (``try`` builds, ``gate`` compiler answers)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -248,6 +286,7 @@ def cache_dir(kind: str) -> Path:
 
 def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, bool]:
     """The compiled program (from the cache when the same source was built before)."""
+    refuse_too_large(spec.functor.expr or spec.functor.body or "", spec.functor.origin, "functor")
     source, first, last = driver_source(spec, pairs)
     shim = (resource_dir("templates") / "try" / "metal_shim.h").read_text()
     key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
@@ -260,14 +299,44 @@ def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, b
     work.mkdir(exist_ok=True)
     (work / "metal_shim.h").write_text(shim)
     (work / "driver.cpp").write_text(source)
-    proc = subprocess.run(
-        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"},
+    proc = compile_program(
+        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")], binary,
+        f"{spec.name}_functor", spec.source or spec.functor.origin,
     )
     if proc.returncode != 0:
         raise _compile_error(spec, proc.stderr, source, first, last)
     os.replace(str(binary) + ".tmp", binary)
     return binary, False
+
+
+def compile_program(argv: list[str], binary: Path, what: str, where: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the compiler ``argv`` building ``binary`` (:mod:`mpsgen.child`: its own process group,
+    bounded in time and memory). A build that ran out of time is remembered beside the binary
+    (``<binary>.timeout``, keyed as the binary is), so the same source is refused at once."""
+    marker = Path(str(binary) + ".timeout")
+    earlier = timed_out_note(marker)
+    if earlier is not None:
+        raise Refused(
+            f"{where}: {earlier} (remembered from an earlier run on this same source); stopped.",
+            hint=f"Simplify {what}; or delete {marker} to compile it again.",
+        )
+    try:
+        proc = child.run(
+            argv, cwd=cwd, text=True, timeout=BUILD_TIME_LIMIT, memory=child.COMPILER_MEMORY, env={**os.environ, "LC_ALL": "C"},
+        )
+    except subprocess.TimeoutExpired:
+        said = f"compiling {what} did not finish within {BUILD_TIME_LIMIT:.0f} s"
+        remember_timeout(marker, said)
+        raise Refused(f"{where}: {said}; the compiler was stopped.", hint=f"Simplify {what}.") from None
+    except OSError as exc:
+        raise Refused(f"could not run the compiler {argv[0]} ({exc.strerror}).") from None
+    if proc.returncode != 0 and out_of_memory(proc.stderr):
+        raise Refused(
+            f"{where}: compiling {what} ran out of the {child.COMPILER_MEMORY >> 20} MB of memory mpsgen gives a compiler; "
+            "stopped.",
+            hint=f"Simplify {what}.",
+        )
+    return proc
 
 
 def _functor_line_in_spec(spec: OpSpec) -> int:
@@ -471,7 +540,7 @@ def _run_driver(torch, spec: OpSpec, binary: Path, index: int, inputs, arguments
     what = what if " " in what else f"{what} inputs"
     cmd = [str(binary), str(index), str(len(inputs[0]))] + arguments
     try:
-        proc = subprocess.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), capture_output=True, timeout=TIME_LIMIT)
+        proc = child.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {what} (a loop that never ends?); stopped.") from None
     if proc.returncode != 0:

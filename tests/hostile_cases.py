@@ -45,6 +45,10 @@ class Case:
     fsize: int | None = None  # RLIMIT_FSIZE of the process, in bytes
     cwd: str = ""  # the working folder, under the scratch folder
     paragraph: bool = True  # a refusal is one paragraph (False: check's list of findings)
+    # outcome "fixed" (check --fix): the tree files that may change (some must); the scratch
+    # files the run may write (a --baseline it records)
+    changes: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     @property
     def needs_process(self) -> bool:
@@ -130,7 +134,7 @@ CASES: list[Case] = [
     Case("--expr with a statement", _args(*NEW_OP, "--expr", "a); system(b"), 2, ("no statements",)),
     Case("--expr closing a bracket it did not open", _args(*NEW_OP, "--expr", "a) + (b"), 2, ("closes nothing",)),
     Case("--expr preprocessor", _args(*NEW_OP, "--expr", "a #b"), 2, ("preprocessor",)),
-    Case("spec with --expr ''", _spec("name: heaviside\nkind: binary\nexpr: a + b\n", "--expr", ""), 2, ("--spec", "empty")),
+    Case("spec with --expr ''", _spec("name: heaviside\nkind: binary\nexpr: a + b\n", "--expr", ""), 2, ("--expr", "empty")),
     Case("spec expr a // b", _spec("name: heaviside\nkind: binary\nexpr: a // b\n"), 2, ("heaviside.yaml:3", "comment")),
     Case(
         "spec integer with --int2float",
@@ -477,8 +481,74 @@ def _new_kernel() -> list[Case]:
     ]
 
 
-CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits() + _new_kernel()
-FAMILIES = tuple(dict.fromkeys(c.family for c in CASES)) + ("kill",)
+BINARY_OPS_MM = f"{OPERATIONS_DIR}/BinaryOps.mm"
+
+
+def _stale_xfail(*args: str) -> Callable[[Path, Path], list[str]]:
+    """A stale xfail (hypot has a Metal kernel) for `check --fix` to remove; the practice tree's
+    BinaryOps.mm has a dead MPSGraph function (MPS007) it removes too."""
+
+    def prepare(root: Path, tmp: Path) -> list[str]:
+        path = root / COMMON_MPS
+        text = path.read_text()
+        anchor = text.index('UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n') + len('UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n')
+        path.write_text(text[:anchor] + '            "hypot": None,\n' + text[anchor:])
+        return [*(a.replace("TMP", str(tmp)) for a in args), "--root", str(root)]
+
+    return prepare
+
+
+def _check_output() -> list[Case]:
+    """`check` when its output fails: after --fix or --baseline wrote, exit 3 saying what is
+    written (never "nothing written", never a traceback); before anything is written, exit 2
+    "nothing written", as new-op and migrate."""
+    fam, fixed, fixes = "check output", "the fixes are applied", (BINARY_OPS_MM, COMMON_MPS)
+    full, closed = ("writing to standard output failed", "No space left on device"), ("standard output is closed",)
+    cases = [
+        Case("check --fix, stdout on /dev/full", _stale_xfail("check", "--fix"), 3, (fixed, *full), fam, "fixed", stdout="full", changes=fixes),
+        Case("check --fix, stdout closed", _stale_xfail("check", "--fix"), 3, (fixed, *closed), fam, "fixed", stdout="closed", changes=fixes),
+        Case("check --fix, stderr on /dev/full", _stale_xfail("check", "--fix"), 3, (), fam, "fixed", stderr="full", changes=fixes),
+        Case("check --fix, stderr closed", _stale_xfail("check", "--fix"), 3, (), fam, "fixed", stderr="closed", changes=fixes),
+        Case("check --fix --format json, stdout closed", _stale_xfail("check", "--fix", "--format", "json"), 3, (fixed, *closed), fam, "fixed", stdout="closed", changes=fixes),
+        Case("check --fix --diff, stdout on /dev/full", _stale_xfail("check", "--fix", "--diff"), 2, (*full, "nothing written"), fam, stdout="full"),
+    ]
+    for stream in ("full", "closed"):
+        cases.append(Case(
+            f"check --baseline NEW, stderr {stream}", _stale_xfail("check", "--baseline", "TMP/new.json"), 3, (), fam,
+            never=("nothing written",), stderr=stream, writes=("new.json",),
+        ))
+    for fmt, stream in (("text", "full"), ("json", "closed"), ("lintrunner", "closed"), ("github", "full")):
+        cases.append(Case(
+            f"check --format {fmt}, stdout {stream}", _stale_xfail("check", "--format", fmt), 2,
+            (*(full if stream == "full" else closed), "nothing written"), fam, stdout=stream,
+        ))
+    return cases
+
+
+def _blank_values() -> list[Case]:
+    """One rule for an empty or white-space value of any option: refused, never taken as the
+    option left out (`--kind ''` once wrote the change)."""
+    said = "the value is empty or only white space"
+    cases = []
+    for args, flag in [
+        ((*NEW_OP, "--kind", ""), "--kind"), ((*NEW_OP, "--kind", " "), "--kind"), (("new-op", "heaviside", "--kind", ""), "--kind"),
+        ((*NEW_OP, "--stub", ""), "--stub"), ((*NEW_OP, "--row", "heaviside.out", "--row", "\t"), "--row"),
+        ((*NEW_OP, "--expr", " "), "--expr"), ((*NEW_OP, "--functor-file", ""), "--functor-file"), ((*NEW_OP, "--patch", ""), "--patch"),
+        (("migrate-from-mpsgraph", "acosh", "--stub", ""), "--stub"), (("new-kernel", "_pdist_forward", "--file", ""), "--file"),
+        (("new-kernel", "_pdist_forward", "--dtypes", " "), "--dtypes"), (("coverage", "-o", ""), "--output"),
+        (("explain", "acosh", "--format", ""), "--format"), (("check", "--select", ""), "--select"), (("check", "--baseline", " "), "--baseline"),
+        (("check", "--since", ""), "--since"),
+    ]:
+        shown = " ".join(a if a.strip() else repr(a) for a in args)
+        cases.append(Case(f"blank value: {shown}", _args(*args), 2, (f"{flag} {args[-1]!r}", said)))
+    for command in (NEW_OP, ("check",), ("recover",)):  # --root last: the value taken
+        cases.append(Case(f"blank value: {command[0]} --root ''", lambda root, tmp, c=command: [*c, "--root", ""], 2, ("--root ''", said)))
+    return cases
+
+
+CASES += _escapes() + _configs() + _outcomes() + _side_files() + _partial_edits() + _new_kernel() + _blank_values() + _check_output()
+TRIALS = ("kill", "runaway compile", "concurrent writer", "signal timing")  # families run as trials, not cases
+FAMILIES = tuple(dict.fromkeys(c.family for c in CASES)) + TRIALS
 
 
 def tree_state(root: Path) -> dict[str, bytes]:
@@ -508,6 +578,8 @@ ENV = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "CLICOLOR
 MUST_BE_ZERO = (
     "wrong exit or message", "tracebacks", "unintended writes", "temp files left", "half-applied",
     "raw control characters printed", "half states unreported", "half-applied after recovery",
+    "compiler processes left", "live write called interrupted", "recover acted on a live write", "first writer not complete",
+    "silent or wrong exit", "message contradicts the tree", "side file contradicts the tree",
 )
 
 
@@ -592,7 +664,7 @@ def judge(
     if ran.code != case.exit_code:
         wrong.append(f"exit {ran.code}, not {case.exit_code}")
     wrong += [f"does not say {w!r}" for w in case.words if w not in text]
-    never = case.never + (("nothing written", "nothing was written") if case.outcome == "applied" else ())
+    never = case.never + (("nothing written", "nothing was written") if case.outcome in ("applied", "fixed") else ())
     wrong += [f"says {w!r}" for w in never if w in text]
     visible = case.stdout == "pipe" and case.stderr == "pipe"
     if case.exit_code and case.paragraph and case.outcome == "untouched" and visible and len(text.strip().splitlines()) > 3:
@@ -603,7 +675,13 @@ def judge(
     if temps:
         count("temp files left", f"temporary files left: {temps}")
     now = {k: v for k, v in after.items() if not is_temp(k)}
-    if case.outcome == "applied":
+    if case.outcome == "fixed":
+        changed = _changed(before, after)
+        if not changed:
+            count("wrong exit or message", "said fixed, but the tree is untouched")
+        elif set(changed) - set(case.changes):
+            count("unintended writes", f"tree files changed beyond the fix's: {sorted(set(changed) - set(case.changes))}")
+    elif case.outcome == "applied":
         if now != reference:
             if now == before:
                 count("wrong exit or message", "said applied, but the tree is untouched")
@@ -615,11 +693,11 @@ def judge(
             count("unintended writes", f"tree files changed: {changed}")
             if ran.code:  # a refused run that changed some of the files it would edit
                 counts["half-applied"] = counts.get("half-applied", 0) + 1
-    outside = _changed(scratch_before, scratch_after)
+    outside = [k for k in _changed(scratch_before, scratch_after) if k not in case.writes]
     if outside:
         count("unintended writes", f"files written outside the tree: {outside}")
     if not problems:
-        key = "applied and said so" if case.outcome == "applied" else "clean errors" if case.exit_code else "expected successes"
+        key = "applied and said so" if case.outcome in ("applied", "fixed") else "clean errors" if case.exit_code else "expected successes"
         counts[key] = 1
     return counts, problems
 
@@ -773,3 +851,377 @@ def _inode(path: Path) -> int | None:
         return os.stat(path).st_ino
     except OSError:
         return None
+
+
+# -- processes below a process ----------------------------------------------------------------
+def proc_stat(pid: int) -> tuple[int, str, str] | None:
+    """(parent pid, state, command name) of a process, None once gone (Linux /proc)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[1]), fields[0], raw[raw.index("(") + 1 : raw.rindex(")")]
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid`` now (pid -> command name)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (st := proc_stat(int(entry))) is not None:
+            parents[int(entry)] = (st[0], st[2])
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for c, (ppid, name) in parents.items():
+            if ppid == p and c not in found:
+                found[c] = name
+                todo.append(c)
+    return found
+
+
+def still_running(pids) -> list[str]:
+    """Those of ``pids`` still running (a zombie has ended)."""
+    return [f"{p} {st[2]}" for p in pids if (st := proc_stat(p)) is not None and st[1] not in ("Z", "X")]
+
+
+class Watch:
+    """Every process seen below ``pid`` while the watch lasts (sampled every 20 ms)."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        self.pid, self.seen, self._stop = pid, {}, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import time
+
+        while not self._stop.is_set():
+            self.seen.update(descendants(self.pid))
+            time.sleep(0.02)
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def handlers_installed(pid: int) -> bool:
+    """Whether the process catches SIGTERM yet (mpsgen's code runs: the interpreter's start-up is over)."""
+    import signal
+
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
+# -- the runaway compile family ---------------------------------------------------------------
+# a compile that cannot finish in any time a trial waits, in little memory: a constant evaluated
+# at compile time by 10^10 loop steps (g++ gives up only after 2^33 operations, minutes later);
+# cc1plus holds ~130 MB meanwhile
+SPIN = (
+    "static constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i) for (long j = 0; j < 100000; ++j) "
+    "s += j ^ i; return s; }\n"
+)
+RUNAWAY_FUNCTOR = SPIN + "template <typename T> T operator()(T a, T b) { constexpr long v = spin(); return a + T(v & 1); }\n"
+RUNAWAY_COUNTS = (
+    "tries", "stopped by SIGTERM", "stopped by SIGINT", "stopped by SIGHUP", "stopped by the time limit", "remembered on retry",
+    "refused as too large", "compiler processes left", "wrong exit or message", "tracebacks", "unintended writes",
+)
+_SHORT_LIMIT = (  # the gate's time limit made 2 s (the product's is 60 s), then mpsgen's entry point
+    "import sys\nimport mpsgen.compile_gate as gate\ngate.COMPILE_TIME_LIMIT = 2.0\nsys.argv[0] = 'mpsgen'\n"
+    "from mpsgen.__main__ import main\nmain()\n"
+)
+
+
+def runaway_trial(base: Path, work: Path, *, runs: int) -> tuple[dict[str, int], list[str]]:
+    """A functor whose compile cannot finish, given to `new-op` (each run on a fresh tree and
+    cache), ended in turn by SIGTERM, SIGINT and SIGHUP of mpsgen once cc1plus runs (exit 130,
+    "nothing written"), by the gate's time limit (2 s here: exit 1 naming it; the same command
+    again says at once that it is remembered and starts no compiler), and a 100 KB --expr
+    (refused before any compiler starts). After each, no process mpsgen started is running."""
+    import shutil
+    import signal
+    import sys
+    import time
+
+    counts = dict.fromkeys(RUNAWAY_COUNTS, 0)
+    failures: list[str] = []
+    kinds = ("SIGTERM", "SIGINT", "SIGHUP", "time limit", "too large")
+    for i in range(runs):
+        kind = kinds[i % len(kinds)]
+        folder = work / f"runaway{i}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        root = folder / "pytorch"
+        shutil.copytree(base, root)
+        (folder / "spin.h").write_text(RUNAWAY_FUNCTOR)
+        env = {**ENV, "XDG_CACHE_HOME": str(folder / "cache")}
+        before = tree_state(root)
+        functor = ["--functor-file", str(folder / "spin.h")] if kind != "too large" else ["--expr", "a" + " + a" * 25_000]
+        argv = [*NEW_OP, *functor, "--root", str(root)]
+        what = f"runaway {i} ({kind})"
+
+        def start(argv=argv, env=env, folder=folder, kind=kind) -> subprocess.Popen:
+            head = [sys.executable, "-c", _SHORT_LIMIT] if kind == "time limit" else [sys.executable, "-m", "mpsgen"]
+            return subprocess.Popen([*head, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=folder)
+
+        def ended(proc: subprocess.Popen, watch: Watch) -> tuple[int, str]:
+            out, err = proc.communicate(timeout=300)
+            text = (out + err).decode("utf-8", "replace")
+            counts["tracebacks"] += "Traceback" in text
+            time.sleep(0.3)
+            left = still_running(watch.seen)
+            if left:
+                counts["compiler processes left"] += 1
+                failures.append(f"{what}: left running: {left}")
+                for entry in left:  # (the trial's own: end them)
+                    try:
+                        os.kill(int(entry.split()[0]), signal.SIGKILL)
+                    except OSError:
+                        pass
+            return proc.returncode, text
+
+        counts["tries"] += 1
+        proc = start()
+        with Watch(proc.pid) as watch:
+            if kind.startswith("SIG"):
+                deadline = time.monotonic() + 300
+                while "cc1plus" not in watch.seen.values() and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                time.sleep(0.2)
+                if proc.poll() is None:
+                    proc.send_signal(getattr(signal, kind))
+            code, text = ended(proc, watch)
+        wanted = {
+            "SIGTERM": (130, "interrupted; nothing written."), "SIGINT": (130, "interrupted; nothing written."),
+            "SIGHUP": (130, "interrupted; nothing written."), "time limit": (1, "did not finish within 2 s"),
+            "too large": (2, "over the 32768 bytes (32 KiB) mpsgen compiles"),
+        }[kind]
+        ok = code == wanted[0] and wanted[1] in text and (kind != "too large" or "cc1plus" not in watch.seen.values())
+        if kind == "time limit" and ok:
+            t0 = time.monotonic()
+            again = start()
+            with Watch(again.pid) as watch:
+                code, text = ended(again, watch)
+            if code == 1 and "an earlier run on this same source" in text and time.monotonic() - t0 < 30 and "cc1plus" not in watch.seen.values():
+                counts["remembered on retry"] += 1
+            else:
+                ok = False
+                failures.append(f"{what}: the retry: exit {code}: {text[-300:]!r}")
+        if ok:
+            counts["stopped by the time limit" if kind == "time limit" else "refused as too large" if kind == "too large" else f"stopped by {kind}"] += 1
+        else:
+            counts["wrong exit or message"] += 1
+            failures.append(f"{what}: exit {code}: {text[-300:]!r}")
+        if tree_state(root) != before:
+            counts["unintended writes"] += 1
+            failures.append(f"{what}: tree files changed: {_changed(before, tree_state(root))}")
+        shutil.rmtree(folder, ignore_errors=True)
+    return counts, failures
+
+
+# -- the concurrent writer family -------------------------------------------------------------
+WRITER_COUNTS = (
+    "tries", "writer paused mid-write", "writer finished before the pause", "recover refused, naming the writer",
+    "second writer refused, naming the writer", "check quiet on the live write", "first writer complete",
+    "live write called interrupted", "recover acted on a live write", "first writer not complete", "temp files left",
+    "tracebacks",
+)
+
+
+def writer_trial(base: Path, work: Path, *, runs: int, reference: dict[str, bytes]) -> tuple[dict[str, int], list[str]]:
+    """A `new-op` paused (SIGSTOP) as soon as its journal is on disk, alive and mid-write:
+    plain `check` must not report it (MPS016); `recover` (--resume, --abort, none in turn) and
+    a second `new-op` wait for it (10 s), then refuse naming its pid and touch nothing. Let go
+    (SIGCONT), it must finish whole (exit 0, the clean apply's tree, no journal)."""
+    import shutil
+    import signal
+    import sys
+    import time
+
+    from mpsgen.tree import journal_path
+
+    counts = dict.fromkeys(WRITER_COUNTS, 0)
+    failures: list[str] = []
+
+    def mpsgen(root: Path, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, stdin=subprocess.DEVNULL,
+            cwd=root.parent, env=ENV, timeout=300,
+        )
+        counts["tracebacks"] += b"Traceback" in proc.stdout + proc.stderr
+        return proc
+
+    for i in range(runs):
+        folder = work / f"writer{i}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        root = folder / "pytorch"
+        shutil.copytree(base, root)
+        journal = Path(journal_path(root))
+        what = f"writer {i}"
+        counts["tries"] += 1
+        first = subprocess.Popen(
+            [sys.executable, "-m", "mpsgen", *REFERENCE_ARGS, "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, cwd=folder, env=ENV,
+        )
+        deadline = time.monotonic() + 300
+        while first.poll() is None and not journal.exists() and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        first.send_signal(signal.SIGSTOP)
+        try:
+            if not journal.exists():
+                counts["writer finished before the pause"] += 1
+            else:
+                counts["writer paused mid-write"] += 1
+                mid = tree_state(root)
+                pid = f"pid {first.pid}"
+                check = mpsgen(root, "check")
+                if b"MPS016" in check.stdout:
+                    counts["live write called interrupted"] += 1
+                    failures.append(f"{what}: check reported the live write (MPS016)")
+                else:
+                    counts["check quiet on the live write"] += 1
+                ending = ("--resume", "--abort", "")[i % 3]
+                rec = mpsgen(root, "recover", *([ending] if ending else []))
+                said = rec.stderr.decode("utf-8", "replace")
+                if rec.returncode == 1 and pid in said and "not an interrupted one" in said and tree_state(root) == mid:
+                    counts["recover refused, naming the writer"] += 1
+                else:
+                    counts["recover acted on a live write"] += 1
+                    failures.append(f"{what}: recover {ending}: exit {rec.returncode}: {said[-300:]!r}")
+                again = mpsgen(root, *REFERENCE_ARGS, "--dry-run")
+                said = again.stderr.decode("utf-8", "replace")
+                if again.returncode == 1 and pid in said and "recover" not in said and "was interrupted" not in said:
+                    counts["second writer refused, naming the writer"] += 1
+                else:
+                    counts["live write called interrupted"] += 1
+                    failures.append(f"{what}: second writer: exit {again.returncode}: {said[-300:]!r}")
+        finally:
+            first.send_signal(signal.SIGCONT)
+        out, err = first.communicate(timeout=300)
+        counts["tracebacks"] += b"Traceback" in out + err
+        state = tree_state(root)
+        temps = [k for k in state if is_temp(k)] + ([str(journal)] if journal.exists() else [])
+        if temps:
+            counts["temp files left"] += 1
+            failures.append(f"{what}: temporary files left: {temps}")
+        if first.returncode == 0 and {k: v for k, v in state.items() if not is_temp(k)} == reference:
+            counts["first writer complete"] += 1
+        else:
+            counts["first writer not complete"] += 1
+            failures.append(f"{what}: the first writer: exit {first.returncode}: {err[-300:]!r}")
+        shutil.rmtree(folder, ignore_errors=True)
+    return counts, failures
+
+
+# -- the signal timing family -----------------------------------------------------------------
+SIGNAL_COUNTS = (
+    "tries", "signalled while staging", "signalled among the renames", "signalled at a random moment", "ended untouched",
+    "ended applied", "said so", "silent or wrong exit", "message contradicts the tree", "side file contradicts the tree",
+    "half-applied", "temp files left", "tracebacks", "raw control characters printed",
+)
+
+
+def signal_trial(base: Path, work: Path, *, runs: int, seed: int, reference: dict[str, bytes], runtime: float) -> tuple[dict[str, int], list[str]]:
+    """SIGINT, SIGTERM and SIGHUP (in turn) to `new-op --with-test` at the edges of its write:
+    a moment (0-12 ms) after its journal appears; as soon as its first rename replaces a file
+    (most land after the last rename); at a random moment once mpsgen's code runs (its
+    handlers are installed). It must exit 0 (done first) or 130 with a message that matches
+    the tree: untouched and "nothing written", no --with-test file; or applied, never "nothing
+    written", and the --with-test file (part of the change) kept."""
+    import random
+    import shutil
+    import signal
+    import sys
+    import time
+
+    from mpsgen.tree import journal_path
+
+    rng = random.Random(seed)
+    before = tree_state(base)
+    targets = _changed(before, reference)
+    counts = dict.fromkeys(SIGNAL_COUNTS, 0)
+    failures: list[str] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    for i in range(runs):
+        folder = work / f"signal{i}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        root = folder / "pytorch"
+        shutil.copytree(base, root)
+        journal = Path(journal_path(root))
+        side = folder / "test_heaviside_shader.py"
+        sig = sigs[i % 3]
+        what = f"signal {i} ({sig.name})"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mpsgen", *REFERENCE_ARGS, "--with-test", "--root", str(root)], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=folder, env=ENV,
+        )
+        deadline = time.monotonic() + 300
+        moment = (i // 3) % 3
+        if moment == 0:
+            counts["signalled while staging"] += 1
+            while proc.poll() is None and not journal.exists() and time.monotonic() < deadline:
+                time.sleep(0.0002)
+            time.sleep(rng.uniform(0, 0.012))
+        elif moment == 1:
+            counts["signalled among the renames"] += 1
+            inodes = {rel: os.stat(root / rel).st_ino for rel in targets}
+            while proc.poll() is None and time.monotonic() < deadline and all(_inode(root / rel) == ino for rel, ino in inodes.items()):
+                time.sleep(0.0002)
+        else:
+            counts["signalled at a random moment"] += 1
+            while proc.poll() is None and not handlers_installed(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            time.sleep(rng.uniform(0, runtime * 1.1))
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=300)
+        counts["tries"] += 1
+        text = (out + err).decode("utf-8", "replace")
+        counts["tracebacks"] += "Traceback" in text
+        counts["raw control characters printed"] += raw_controls(out + err)
+        state = tree_state(root)
+        temps = [k for k in state if is_temp(k)] + ([str(journal)] if journal.exists() else [])
+        if temps:
+            counts["temp files left"] += 1
+            failures.append(f"{what}: temporary files left: {temps}")
+        now = {k: v for k, v in state.items() if not is_temp(k)}
+        code = proc.returncode
+        if code not in (0, 130) or (code == 130 and not err.strip()):
+            counts["silent or wrong exit"] += 1
+            failures.append(f"{what}: exit {code}: {text[-300:]!r}")
+        if now == reference:
+            counts["ended applied"] += 1
+            if "nothing written" in text or "nothing was written" in text or (code == 130 and "complete" not in text):
+                counts["message contradicts the tree"] += 1
+                failures.append(f"{what}: applied, but exit {code}: {text[-300:]!r}")
+            if not side.is_file():
+                counts["side file contradicts the tree"] += 1
+                failures.append(f"{what}: applied, but --with-test's file is gone")
+        elif now == before:
+            counts["ended untouched"] += 1
+            if code != 130 or "nothing written" not in text:
+                counts["message contradicts the tree"] += 1
+                failures.append(f"{what}: untouched, but exit {code}: {text[-300:]!r}")
+            if side.exists():
+                counts["side file contradicts the tree"] += 1
+                failures.append(f"{what}: untouched, but --with-test's file was left")
+        else:
+            counts["half-applied"] += 1
+            failures.append(f"{what}: half-applied: {_changed(before, now)}")
+        if not failures or not failures[-1].startswith(what):
+            counts["said so"] += 1
+        shutil.rmtree(folder, ignore_errors=True)
+    return counts, failures

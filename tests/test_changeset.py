@@ -79,7 +79,7 @@ def test_a_second_writer_waits_then_is_refused_and_writes_nothing(tmp_path: Path
 
     import pytest
 
-    from mpsgen import changeset as changeset_mod
+    from mpsgen import journal as journal_mod
     from mpsgen.errors import Refused
 
     root = tmp_path / "t"
@@ -88,8 +88,8 @@ def test_a_second_writer_waits_then_is_refused_and_writes_nothing(tmp_path: Path
     (root / "f.h").write_bytes(b"int x;\n")
     cs = Changeset(PytorchTree(root))
     cs.add(SourceFile.from_bytes("f.h", b"int x;\n"), "int x;\nint y;\n")
-    monkeypatch.setattr(changeset_mod, "WRITER_LOCK_WAIT", 0.2)
-    held = os.open(root, os.O_RDONLY)  # another mpsgen, in the middle of its writes
+    monkeypatch.setattr(journal_mod, "WRITER_WAIT", 0.2)
+    held = os.open(root, os.O_RDONLY)  # another mpsgen, in the middle of its writes (no .git: the journal's folder is the root)
     fcntl.flock(held, fcntl.LOCK_EX)
     try:
         with pytest.raises(Refused, match="another mpsgen has been writing"):

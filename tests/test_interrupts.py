@@ -133,3 +133,47 @@ def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: P
     err = capsys.readouterr().err
     assert code == 130 and f"interrupted after the change was applied (5 file(s) in {real_tree}): it is complete." in err, err
     assert "nothing written" not in err and _state(real_tree) != before
+
+
+def test_an_interrupt_right_after_the_last_rename_says_complete_and_keeps_the_side_file(real_tree: Path, tmp_path: Path, monkeypatch, capsys):
+    """An interrupt landing once the last rename is done but before apply returns (here raised
+    as the journal is dropped): what is on disk decides the message, and --with-test's file,
+    which belongs to the change, stays."""
+    import mpsgen.cli
+    from mpsgen.journal import Journal
+
+    real_end = Journal.end
+
+    def end_then_interrupted(self):
+        real_end(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Journal, "end", end_then_interrupted)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--with-test", "--root", str(real_tree)])
+    before = _state(real_tree)
+    with __import__("pytest").raises(SystemExit) as done:
+        mpsgen.cli.main()
+    err = capsys.readouterr().err
+    assert done.value.code == 130, err
+    assert f"interrupted after the change was applied (5 file(s) in {real_tree}): it is complete." in err, err
+    assert "nothing written" not in err and _state(real_tree) != before
+    assert (work / "test_heaviside_shader.py").is_file()  # the change's side file is kept
+
+
+def test_sigterm_and_sighup_while_planning_exit_130_with_a_message(own_tree: Path):
+    """Outside the write window too: a SIGTERM or SIGHUP ends mpsgen as Ctrl-C does."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time\nimport mpsgen.cli\nsys.argv = ['mpsgen', 'new-op', 'heaviside', '--dry-run', "
+             f"'--root', {str(own_tree)!r}]\nimport mpsgen.newop\nmpsgen.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
+             "print('planning', flush=True)\nfrom mpsgen.__main__ import main\nmain()"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        )
+        assert proc.stdout.readline() == b"planning\n"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and err == b"interrupted; nothing written.\n", (sig, proc.returncode, err)

@@ -261,3 +261,84 @@ def test_recover_removes_a_journal_cut_short_while_written(tmp_path: Path):
     res = _mpsgen("recover", root=root)
     assert res.returncode == 0 and "removed" in res.stderr and not stale.exists(), res.stderr
     assert _mpsgen("recover", root=root).stderr.startswith("nothing to recover")
+
+
+def test_a_live_write_is_not_an_interrupted_one(trees, tmp_path: Path, monkeypatch, capsys):
+    """A writer paused before its second rename (alive, holding the lock, its journal on
+    disk): `recover` and a second writer wait, then refuse naming it (pid), and touch nothing;
+    `check` reports no MPS016; once it goes on, it finishes whole and says so (exit 0)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from mpsgen.cli import app
+    from mpsgen.cli_check import main as check_main
+
+    base, before, after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    changes = _plan(root)
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the first writer
+        try:
+            real_replace, count = os.replace, [0]
+
+            def replace(src, dst):
+                if str(src).endswith(".mpsgen") and not str(dst).endswith("mpsgen-journal.json"):
+                    count[0] += 1
+                    if count[0] == 2:
+                        os.read(go_r, 1)  # paused, alive, until the test lets it go on
+                real_replace(src, dst)
+
+            changeset_mod.os.replace = replace
+            changes.apply(command="new-op heaviside")
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    try:
+        import time
+
+        journal = Path(journal_path(root))
+        changed = [k for k in after if before.get(k) != after[k]]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(_state(root).get(k) == after[k] for k in changed):
+            time.sleep(0.01)  # (until its first rename: it pauses before the second)
+        time.sleep(0.1)
+        assert journal.exists() and Journal.find(root).pid == pid
+        mid = _state(root)
+        monkeypatch.setattr(journal_mod, "WRITER_WAIT", 0.3)
+        runner = CliRunner()
+        for args in (["recover", "--resume"], ["recover", "--abort"], ["recover"], ["new-op", "heaviside", "--dry-run"]):
+            res = runner.invoke(app, [*args, "--root", str(root)])
+            assert res.exit_code == 1, (args, res.output)
+            assert f"another mpsgen (pid {pid}, `mpsgen new-op heaviside`)" in res.output, (args, res.output)
+            assert "not an interrupted one" in res.output and "interrupted while writing" not in res.output
+            assert _state(root) == mid
+        assert journal_mod.live_writer(root) == f"another mpsgen (pid {pid}, `mpsgen new-op heaviside`)"
+        capsys.readouterr()
+        check_main(["--root", str(root), "--select", "MPS016"])
+        assert "MPS016" not in capsys.readouterr().out
+    finally:
+        os.write(go_w, b"x")
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _state(root) == after and not journal.exists()
+    assert journal_mod.live_writer(root) is None
+
+
+def test_a_dead_writers_journal_is_recovered_at_once(trees, tmp_path: Path, monkeypatch):
+    """The lock dies with its process: a killed writer's journal is recovered without a wait."""
+    import shutil
+    import time
+
+    base, before, after = trees
+    root = tmp_path / "pytorch"
+    shutil.copytree(base, root)
+    _killed_at(root, rename=2)
+    assert journal_mod.live_writer(root) is None
+    monkeypatch.setattr(journal_mod, "WRITER_WAIT", 30)
+    t0 = time.monotonic()
+    res = _mpsgen("recover", "--resume", root=root)
+    assert res.returncode == 0 and time.monotonic() - t0 < 20, res.stderr
+    assert _state(root) == after

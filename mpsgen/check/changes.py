@@ -24,6 +24,7 @@ import subprocess
 from collections import Counter
 from typing import NamedTuple
 
+from mpsgen import child
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, Finding
 from mpsgen.errors import BadInput
@@ -45,7 +46,7 @@ class Change(NamedTuple):
 
 def _git(root: str, *args: str, stdin: bytes | None = None) -> bytes:
     try:
-        proc = subprocess.run(["git", "-C", root, *args], input=stdin, capture_output=True, timeout=120)
+        proc = child.run(["git", "-C", root, *args], input=stdin, timeout=120)
     except FileNotFoundError:
         raise BadInput("--changed reads the change from git, which is not installed (or not on PATH).", hint="Install git, or run without --changed.") from None
     except subprocess.TimeoutExpired:

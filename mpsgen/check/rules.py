@@ -923,7 +923,8 @@ mpsgen journals each change it applies (in the checkout's .git folder, or .mpsge
 at its top without one) from before the first file is written until the last one is on disk.
 A journal left behind means the process was killed or the machine lost power in between: some
 files may hold the new content and others the old, a tree that may not build, and that the
-other rules may not see as broken.
+other rules may not see as broken. A journal whose writer is still running (it holds the
+lock mpsgen takes while writing) is a write in progress, not reported.
 
 Fix: `mpsgen recover` lists each file's state; `mpsgen recover --resume` writes the rest of the
 change, `mpsgen recover --abort` restores the files it had written.
@@ -938,8 +939,10 @@ def interrupted_change(f: Facts) -> Iterator[Finding]:
     from pathlib import Path
 
     from mpsgen.errors import MpsgenError
-    from mpsgen.journal import Journal, recover_command
+    from mpsgen.journal import Journal, live_writer, recover_command
 
+    if live_writer(root) is not None:  # a write in progress: its journal is no interrupted change
+        return
     try:
         journal = Journal.find(Path(root))
     except MpsgenError as exc:
