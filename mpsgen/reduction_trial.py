@@ -24,11 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpsgen import child
 from mpsgen.errors import BadInput, Refused
 from mpsgen.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.reduction_kernel import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.resources import resource_dir
-from mpsgen.trial import cache_dir, compiler, import_torch, missing_requirements
+from mpsgen.trial import cache_dir, compile_program, compiler, import_torch, missing_requirements
 
 TIME_LIMIT = 60.0  # seconds for one dtype's cases
 # Metal type -> (C++ type the kernel is instantiated with, the type torch stores it as)
@@ -170,10 +171,11 @@ def build(spec: ReductionSpec, helpers_text: str, kernel: str, cxx: str) -> tupl
         (work / n).write_text(text, encoding="utf-8")
     (work / "driver.cpp").write_text(source, encoding="utf-8")
     tmp = cache / f".reduction-{spec.kernel}-{key}.tmp"
-    # -fwrapv: Metal's integers wrap on overflow (C++'s signed overflow is undefined)
-    proc = subprocess.run(
-        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(tmp), "driver.cpp"], cwd=work, capture_output=True,
-        text=True, timeout=300, stdin=subprocess.DEVNULL,
+    # -fwrapv: Metal's integers wrap on overflow (C++'s signed overflow is undefined); the
+    # compiler runs as try's do (its own process group, bounded; a timeout remembered)
+    proc = compile_program(
+        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(tmp), "driver.cpp"], binary,
+        f"the {spec.stub} reduction kernel", spec.source or spec.stub, cwd=work,
     )
     if proc.returncode != 0:
         errors = [ln for ln in proc.stderr.splitlines() if "error" in ln][:3]
@@ -412,7 +414,7 @@ def _output(torch, sizes: list[int], dtype, layout: str):
 def _run(binary: Path, which: int, stream: list, ti: str, to: str) -> bytes:
     payload = struct.pack("<q", len(stream)) + b"".join(head + raw for head, raw in stream)
     try:
-        proc = subprocess.run([str(binary), str(which)], input=payload, capture_output=True, timeout=TIME_LIMIT)
+        proc = child.run([str(binary), str(which)], input=payload, timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         raise Refused(f"the {ti}->{to} reduction kernel did not finish within {TIME_LIMIT:.0f} s (threads waiting for each other forever?); stopped.") from None
     if proc.returncode != 0:

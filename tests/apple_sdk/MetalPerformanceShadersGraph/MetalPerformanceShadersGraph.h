@@ -234,6 +234,9 @@ MPSGRAPH_MODEL_BINARY(matrixMultiplication)
 - (MPSGraphTensor*)reductionMaximumWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis name:(NSString*)name;
 - (MPSGraphTensor*)reductionMaximumWithTensor:(MPSGraphTensor*)tensor axes:(NSArray<NSNumber*>*)axes name:(NSString*)name;
 - (MPSGraphTensor*)reductionMinimumWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis name:(NSString*)name;
+- (MPSGraphTensor*)reductionProductWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis name:(NSString*)name;
+- (MPSGraphTensor*)reductionProductWithTensor:(MPSGraphTensor*)tensor axes:(NSArray<NSNumber*>*)axes name:(NSString*)name;
+- (MPSGraphTensor*)meanOfTensor:(MPSGraphTensor*)tensor axes:(NSArray<NSNumber*>*)axes name:(NSString*)name;
 - (MPSGraphTensor*)cumulativeSumWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis name:(NSString*)name;
 - (MPSGraphTensor*)transposeTensor:(MPSGraphTensor*)tensor
                          dimension:(NSUInteger)dimensionIndex
