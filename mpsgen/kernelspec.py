@@ -31,9 +31,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsgen.errors import BadInput, Location, SpecErrors
-from mpsgen.spec import FunctorSource, _loc, _scalar, _text_start, check_name
-from mpsgen.tree.source import read_bounded
+from mpsgen.errors import Location
+from mpsgen.spec import FunctorSource, _loc, _scalar, _text_start, check_name, load_spec_file
 
 KERNEL_KIND = "kernel"
 KERNEL_SPEC_KEYS = (
@@ -118,21 +117,7 @@ def is_kernel_spec_text(text: str) -> bool:
 
 
 def load_kernel_spec(path: Path | str, *, display: str | None = None) -> KernelSpec:
-    path = Path(path)
-    shown = display or str(path)
-    if not path.exists():
-        raise SpecErrors([(Location(shown), "spec file not found.")])
-    try:
-        text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
-    except BadInput as exc:
-        raise SpecErrors([(Location(shown), exc.message)]) from None
-    except UnicodeDecodeError:
-        raise SpecErrors([(Location(shown), "spec file is not valid UTF-8.")]) from None
-    spec, problems = parse_kernel_spec_text(text, shown)
-    if problems:
-        raise SpecErrors(problems)
-    assert spec is not None
-    return spec
+    return load_spec_file(path, parse_kernel_spec_text, display=display)
 
 
 def _identifiers(node, shown: str, key: str, problems: list, words: bool = False) -> tuple[str, ...]:

@@ -33,9 +33,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsgen.errors import BadInput, Location, SpecErrors
-from mpsgen.spec import _loc, _scalar, check_name, compose, spec_fields
-from mpsgen.tree.source import read_bounded
+from mpsgen.errors import Location
+from mpsgen.spec import _loc, _scalar, check_name, compose, load_spec_file, spec_fields
 
 REDUCTION_KIND = "reduction"
 REDUCTION_KEYS = (
@@ -134,21 +133,7 @@ def is_reduction_spec_text(text: str) -> bool:
 
 
 def load_reduction_spec(path: Path | str, *, display: str | None = None) -> ReductionSpec:
-    path = Path(path)
-    shown = display or str(path)
-    if not path.is_file():
-        raise SpecErrors([(Location(shown), "spec file not found.")])
-    try:
-        text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
-    except BadInput as exc:
-        raise SpecErrors([(Location(shown), exc.message)]) from None
-    except UnicodeDecodeError:
-        raise SpecErrors([(Location(shown), "spec file is not valid UTF-8.")]) from None
-    spec, problems = parse_reduction_spec_text(text, shown)
-    if problems:
-        raise SpecErrors(problems)
-    assert spec is not None
-    return spec
+    return load_spec_file(path, parse_reduction_spec_text, display=display)
 
 
 def shipped_reduction_spec(op: str) -> Path | None:

@@ -29,7 +29,7 @@ from mpsgen.errors import BadInput, Refused
 from mpsgen.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.reduction_kernel import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.resources import resource_dir
-from mpsgen.trial import cache_dir, compile_program, compiler, import_torch, missing_requirements
+from mpsgen.trial import cache_dir, compile_program, compiler, import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
 
 TIME_LIMIT = 60.0  # seconds for one dtype's cases
 # Metal type -> (C++ type the kernel is instantiated with, the type torch stores it as)
@@ -292,24 +292,6 @@ def _reference(torch, spec: ReductionSpec, call, x, dims: tuple[int, ...], keepd
     return [r.reshape(shape) for r in results]
 
 
-def _raw(torch, t) -> bytes:
-    if t.dtype in (torch.float16, torch.bfloat16):
-        t = t.view(torch.int16)
-    elif t.dtype == torch.bool:
-        t = t.to(torch.uint8)
-    if not t.numel():
-        return b""
-    data = bytearray(t.numel() * t.element_size())
-    torch.frombuffer(data, dtype=t.dtype).copy_(t.flatten())
-    return bytes(data)
-
-
-def _from_raw(torch, data: bytes, dtype):
-    if dtype in (torch.float16, torch.bfloat16):
-        return torch.frombuffer(bytearray(data), dtype=torch.int16).view(dtype)
-    return torch.frombuffer(bytearray(data), dtype=dtype)
-
-
 def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, header: Path | None = None,
                         shapes: tuple[Shape, ...] = SHAPES, pairs: set[tuple[str, str]] | None = None, seed: int = 0) -> ReductionTrial:
     """Run the spec's kernel (or ``kernel``, a variant of its text) on every case of each
@@ -371,7 +353,7 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                 whole = x.as_strided((count,), (1,), 0)  # the storage x views, from its start
                 pvals = [float(call.params.get(p.name, 0)) for p in spec.params]
                 tptg = threadgroup_size(reduced, shape.limit)
-                stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), _raw(torch, whole)))
+                stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), tensor_bytes(torch, whole)))
                 planned.append((what, expected, out, reduced))
         jobs.append((which, ti, to, t_out, planned, stream))
     # the pairs' programs run at once (each is one process on one core)
@@ -387,7 +369,7 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                 for _k in range(nout):
                     chunk = outputs[at : at + n_el * size]
                     at += n_el * size
-                    got.append(_from_raw(torch, chunk, t_out).as_strided(out.shape, out.stride()))
+                    got.append(tensor_from_bytes(torch, chunk, t_out).as_strided(out.shape, out.stride()))
             result.cases.append(_compare(torch, f"{ti}->{to}", what, expected, got, reduced))
     return result
 

@@ -465,17 +465,37 @@ def load_spec(path: Path | str, *, display: str | None = None) -> OpSpec:
 
 
 def parse_spec(path: Path | str, *, display: str | None = None) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
-    path = Path(path)
     shown = display or str(path)
+    text, problems = read_spec_file(Path(path), shown)
+    if text is None:
+        return None, problems
+    return parse_spec_text(text, shown)
+
+
+def read_spec_file(path: Path, shown: str) -> tuple[str | None, list[tuple[Location, str]]]:
+    """A spec file's text (any kind of spec), or the problem that it cannot be read as one."""
     if not path.exists():
         return None, [(Location(shown), "spec file not found.")]
     try:  # a regular file of at most 1 MB: /dev/zero or a FIFO is refused, not read
-        text = read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8")
+        return read_bounded(path, "spec file", limit=1024 * 1024).decode("utf-8"), []
     except BadInput as exc:
         return None, [(Location(shown), exc.message)]
     except UnicodeDecodeError:
         return None, [(Location(shown), "spec file is not valid UTF-8.")]
-    return parse_spec_text(text, shown)
+
+
+def load_spec_file(path: Path | str, parse_text, *, display: str | None = None):
+    """Read a spec file and parse it with ``parse_text(text, shown) -> (spec, problems)`` (op,
+    kernel and reduction specs alike); raise SpecErrors listing every problem."""
+    shown = display or str(path)
+    text, problems = read_spec_file(Path(path), shown)
+    spec = None
+    if text is not None:
+        spec, problems = parse_text(text, shown)
+    if problems:
+        raise SpecErrors(problems)
+    assert spec is not None
+    return spec
 
 
 _NOT_PLAIN_ASCII = re.compile(r"[^\n\x20-\x7e]")

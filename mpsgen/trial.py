@@ -407,7 +407,7 @@ def _kept(torch, spec: OpSpec, operand: str, t):
     return (t.double() >= low) & (t.double() <= high)
 
 
-def _raw(torch, t) -> bytes:
+def tensor_bytes(torch, t) -> bytes:
     """The values of ``t`` as the program reads them (native byte order), copied bit for bit
     into a buffer torch writes through (no numpy)."""
     if t.dtype == torch.complex32:
@@ -425,7 +425,8 @@ def _raw(torch, t) -> bytes:
     return bytes(data)
 
 
-def _from_raw(torch, data: bytes, dtype):
+def tensor_from_bytes(torch, data: bytes, dtype):
+    """The inverse of :func:`tensor_bytes`: a flat tensor of ``dtype`` read from a program's output."""
     if dtype == torch.complex64:
         return torch.view_as_complex(torch.frombuffer(bytearray(data), dtype=torch.float32).view(-1, 2))
     if dtype == torch.complex32:
@@ -540,12 +541,12 @@ def _run_driver(torch, spec: OpSpec, binary: Path, index: int, inputs, arguments
     what = what if " " in what else f"{what} inputs"
     cmd = [str(binary), str(index), str(len(inputs[0]))] + arguments
     try:
-        proc = child.run(cmd, input=b"".join(_raw(torch, x) for x in inputs), timeout=TIME_LIMIT)
+        proc = child.run(cmd, input=b"".join(tensor_bytes(torch, x) for x in inputs), timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         raise Refused(f"{spec.name}_functor did not finish within {TIME_LIMIT:.0f} s on {what} (a loop that never ends?); stopped.") from None
     if proc.returncode != 0:
         raise Refused(f"{spec.name}_functor crashed on {what} (exit status {proc.returncode}); stopped.")
-    return _from_raw(torch, proc.stdout, t_out)
+    return tensor_from_bytes(torch, proc.stdout, t_out)
 
 
 def _schema_tensors(spec: OpSpec, op, inputs: list) -> list:
