@@ -130,6 +130,20 @@ _WORD = re.compile(rb"\w+")
 _MM_BYTES = "migrate: .mm bytes and words"  # in PytorchTree.memo
 
 
+def remove_mpsgraph_impls(changeset: Changeset, rel: str, text: str, impls, op_names) -> str:
+    """``text`` (the .mm ``rel``) without the MPSGraph kernels ``impls`` and what only they
+    used, the removal noted in ``changeset``; refused when other code of the file still calls one."""
+    try:
+        new_text, removal = mpsgraph_edit.remove_impls(text, sorted(impls, key=lambda i: i.start_line), op_names)
+    except mpsgraph_edit.StillUsed as exc:
+        raise Refused(
+            f"{rel}:{exc.line} still calls {exc.name}, the MPSGraph kernel this migration removes.",
+            hint="Make that code call the op (at::...) instead, then run again.",
+        ) from None
+    changeset.notes.append(removal.describe(rel))
+    return new_text
+
+
 def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl]]:
     """kernel -> its MPSGraph definitions under mps/operations (only files naming it are parsed).
     A file is read again only when it changed (its size and time), its words listed when first
@@ -320,15 +334,7 @@ def plan_migrate(
         impls = by_file[rel]
         if current != src.text:  # another edit of this plan touched the file: find them again
             impls = [i for i in scan_mm(current).impls if i.kernel in kernels]
-        try:
-            new_text, removal = mpsgraph_edit.remove_impls(current, sorted(impls, key=lambda i: i.start_line), op_names)
-        except mpsgraph_edit.StillUsed as exc:
-            raise Refused(
-                f"{rel}:{exc.line} still calls {exc.name}, the MPSGraph kernel this migration removes.",
-                hint="Make that code call the op (at::...) instead, then run again.",
-            ) from None
-        changeset.add(src, new_text)
-        changeset.notes.append(removal.describe(rel))
+        changeset.add(src, remove_mpsgraph_impls(changeset, rel, current, impls, op_names))
     # rows whose MPS dispatch came or went (companions) may change the AOTI shim header
     from mpsgen.aoti import sync_c_shim
 

@@ -20,11 +20,10 @@ import re
 
 from mpsgen.changeset import Changeset
 from mpsgen.edits import add_include
-from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits.params_header import add_struct, new_header
 from mpsgen.errors import Refused
-from mpsgen.migrate import find_impls, legacy_rows, mm_files
+from mpsgen.migrate import find_impls, legacy_rows, mm_files, remove_mpsgraph_impls
 from mpsgen.newkernel import _append_metal, cmake_note, library_block
 from mpsgen.newop import rows_of_op
 from mpsgen.reduction import ReductionSpec
@@ -220,15 +219,7 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             by_file.setdefault(f.path, []).append(f.impl)
     for rel in sorted(by_file):
         src = tree.read(rel)
-        try:
-            new_text, removal = mpsgraph_edit.remove_impls(src.text, sorted(by_file[rel], key=lambda i: i.start_line), op_names)
-        except mpsgraph_edit.StillUsed as exc:
-            raise Refused(
-                f"{rel}:{exc.line} still calls {exc.name}, the MPSGraph kernel this migration removes.",
-                hint="Make that code call the op (at::...) instead, then run again.",
-            ) from None
-        changeset.add(src, new_text)
-        changeset.notes.append(removal.describe(rel))
+        changeset.add(src, remove_mpsgraph_impls(changeset, rel, src.text, by_file[rel], op_names))
 
     # -- the Metal kernel, its params struct and the host function --------------------------
     header_rel = f"{KERNELS_DIR}/{spec.file}.h"
