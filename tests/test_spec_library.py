@@ -151,7 +151,7 @@ def test_polynomial_degrees_try_leaves_out_give_what_the_spec_says(name: str):
 
     import torch
 
-    from mpsgen.trial import _from_raw, _raw, build, compiler
+    from mpsgen.trial import tensor_from_bytes, tensor_bytes, build, compiler
 
     spec = load_spec(resource_dir("specs") / f"{name}.yaml")
     binary, _ = build(spec, [("float", "float")], compiler())
@@ -166,6 +166,6 @@ def test_polynomial_degrees_try_leaves_out_give_what_the_spec_says(name: str):
     else:
         cases.update({(0.0, 1e9): 1.0, (-0.0, 2.0**62): 1.0, (-1.0, 1e9): nan})
     x, n = (torch.tensor(v, dtype=torch.float32) for v in zip(*cases))
-    proc = subprocess.run([str(binary), "0", str(len(x))], input=_raw(torch, x) + _raw(torch, n), capture_output=True, timeout=60, check=True)
-    got = _from_raw(torch, proc.stdout, torch.float32)
+    proc = subprocess.run([str(binary), "0", str(len(x))], input=tensor_bytes(torch, x) + tensor_bytes(torch, n), capture_output=True, timeout=60, check=True)
+    got = tensor_from_bytes(torch, proc.stdout, torch.float32)
     torch.testing.assert_close(got, torch.tensor(list(cases.values())), equal_nan=True, rtol=0, atol=0)

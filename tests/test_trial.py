@@ -81,7 +81,7 @@ def test_half_and_bfloat_round_as_the_gpu_does(tmp_path: Path):
         torch.randn(50000, generator=gen) * 1e-6,  # half subnormals and ties
         torch.arange(-25000, 25000, dtype=torch.int32).to(torch.float32) * 2.0 ** -14 + 2.0 ** -25,
     ]).to(torch.float32)
-    out = subprocess.run([str(exe)], input=trial._raw(torch, f), capture_output=True, check=True).stdout
+    out = subprocess.run([str(exe)], input=trial.tensor_bytes(torch, f), capture_output=True, check=True).stdout
     widen = torch.frombuffer(bytearray(out[: 65536 * 8]), dtype=torch.float32).view(65536, 2)
     bits = torch.arange(65536, dtype=torch.int32).to(torch.int16)
     torch.testing.assert_close(widen[:, 0], bits.view(torch.float16).float(), equal_nan=True, rtol=0, atol=0)
@@ -193,21 +193,21 @@ def test_without_torch_or_a_compiler_one_paragraph_says_what_to_install(run, tmp
 
 
 def test_values_go_to_the_program_bit_for_bit_without_numpy(monkeypatch):
-    """_raw writes each dtype's bytes through torch alone (numpy is not needed), and _from_raw
+    """tensor_bytes writes each dtype's bytes through torch alone (numpy is not needed), and tensor_from_bytes
     reads them back to the same bits: NaN payloads, -0.0, denormals, complex parts."""
     import struct
 
     monkeypatch.setitem(sys.modules, "numpy", None)
-    assert trial._raw(torch, torch.tensor([1.5, -0.0, float("inf")])) == struct.pack("=3f", 1.5, -0.0, float("inf"))
-    assert trial._raw(torch, torch.arange(10)[3:6]) == struct.pack("=3q", 3, 4, 5)  # a view: its own values only
-    assert trial._raw(torch, torch.tensor([], dtype=torch.int32)) == b""
+    assert trial.tensor_bytes(torch, torch.tensor([1.5, -0.0, float("inf")])) == struct.pack("=3f", 1.5, -0.0, float("inf"))
+    assert trial.tensor_bytes(torch, torch.arange(10)[3:6]) == struct.pack("=3q", 3, 4, 5)  # a view: its own values only
+    assert trial.tensor_bytes(torch, torch.tensor([], dtype=torch.int32)) == b""
     bits = torch.tensor([0, 1, 0x7C01, -32768, 0x7F7F, -1], dtype=torch.int16)
     for dtype in (torch.float16, torch.bfloat16):
         t = bits.view(dtype)
-        assert torch.equal(trial._from_raw(torch, trial._raw(torch, t), dtype).view(torch.int16), bits)
+        assert torch.equal(trial.tensor_from_bytes(torch, trial.tensor_bytes(torch, t), dtype).view(torch.int16), bits)
     for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.float32):
         t = torch.tensor([0, 1, 2, 100, 127], dtype=torch.int64).to(dtype)
-        assert torch.equal(trial._from_raw(torch, trial._raw(torch, t), dtype), t)
+        assert torch.equal(trial.tensor_from_bytes(torch, trial.tensor_bytes(torch, t), dtype), t)
     z = torch.complex(torch.tensor([1.0, -0.0, float("nan")]), torch.tensor([float("inf"), 2.5, 0.0]))
-    back = trial._from_raw(torch, trial._raw(torch, z), torch.complex64)
+    back = trial.tensor_from_bytes(torch, trial.tensor_bytes(torch, z), torch.complex64)
     assert torch.equal(torch.view_as_real(back).view(torch.int32), torch.view_as_real(z).view(torch.int32))
