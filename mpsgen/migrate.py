@@ -30,65 +30,17 @@ from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
-from mpsgen.tree.native_yaml import DispatchEntry, NativeFunction, NativeFunctions, read_native_functions, scanned_native_functions
+from mpsgen.tree.legacy import LegacyRow, legacy_rows
+from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions, scanned_native_functions
 
 # ---------------------------------------------------------------------------------------------
 # Rows with a separate MPS kernel
-
-
-@dataclass(frozen=True)
-class LegacyRow:
-    """A row whose MPS dispatch is its own line, not the CPU/CUDA kernel."""
-
-    entry: NativeFunction
-    mps: DispatchEntry
-    problem: str | None  # why MPS cannot simply join a shared `CPU, CUDA: <kernel>` line
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-    @property
-    def migratable(self) -> bool:
-        return self.problem is None
-
-
-def _row_problem(entry: NativeFunction, mps: DispatchEntry) -> str | None:
-    where = f"{NATIVE_FUNCTIONS}:{mps.line}"
-    if mps.keys != ("MPS",):
-        others = ", ".join(k for k in mps.keys if k != "MPS")
-        return f"its MPS line `{mps.text.strip()}` ({where}) also names {others}; split it by hand first"
-    shared = entry.shared_entry
-    if shared is not None:
-        return None
-    cpu = [d for d in entry.dispatch if "CPU" in d.keys]
-    cuda = [d for d in entry.dispatch if "CUDA" in d.keys]
-    if cpu and cuda and cpu[0].kernel == cuda[0].kernel:
-        return None  # `MPS: <x>_mps` becomes `MPS: <the kernel CPU and CUDA share>`
-    if cpu and cuda:
-        return f"CPU and CUDA use different kernels ({cpu[0].kernel}, {cuda[0].kernel}): no shared kernel for MPS to join"
-    only = "CPU" if cpu else "CUDA"
-    return f"only {only} has a kernel here: no shared CPU/CUDA kernel for MPS to join"
 
 
 def mps_on_host_kernel(e: NativeFunction) -> bool:
     """MPS runs the CPU/CUDA kernel: ``CPU, CUDA, MPS: k``, or ``MPS: k`` beside ``CPU: k`` / ``CUDA: k``."""
     host = {d.kernel for d in e.dispatch if "CPU" in d.keys or "CUDA" in d.keys}
     return any(d.has_mps and (d.shared_cpu_cuda or d.kernel in host) for d in e.dispatch)
-
-
-def legacy_rows(rows: list[NativeFunction]) -> list[LegacyRow]:
-    """Rows with an MPS line of its own whose kernel is not the CPU/CUDA one."""
-    found = []
-    for e in rows:
-        host = {d.kernel for d in e.dispatch if "CPU" in d.keys or "CUDA" in d.keys}
-        if not host:
-            continue
-        for d in e.dispatch:
-            if d.has_mps and not d.shared_cpu_cuda and d.kernel not in host:
-                found.append(LegacyRow(e, d, _row_problem(e, d)))
-                break
-    return found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from mpsgen.render import render
 from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
+from mpsgen.tree.legacy import legacy_rows
 from mpsgen.tree.metal import scan_metal
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
@@ -209,8 +210,6 @@ def schema_rows(table: NativeFunctions, name: str, migrate: bool = False) -> lis
     if not hosts:
         raise no_host_kernel_refusal(name, of_op)
     if migrate:
-        from mpsgen.migrate import legacy_rows
-
         legacy = [r.entry for r in legacy_rows(of_op)]
         if legacy:
             return legacy

@@ -23,9 +23,10 @@ from mpsgen.edits import add_include
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits.params_header import add_struct, new_header
 from mpsgen.errors import Refused
-from mpsgen.migrate import find_impls, legacy_rows, mm_files, remove_mpsgraph_impls
+from mpsgen.migrate import find_impls, mm_files, remove_mpsgraph_impls
 from mpsgen.newkernel import _append_metal, cmake_note, library_block
 from mpsgen.newop import rows_of_op
+from mpsgen.tree.legacy import legacy_rows
 from mpsgen.reduction import ReductionSpec
 from mpsgen.reduction_kernel import (
     REDUCTION_UTILS,
