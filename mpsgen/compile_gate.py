@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mpsgen import child
 from mpsgen.errors import Location, Refused
+from mpsgen.metal import NOT_METAL
 from mpsgen.spec import FunctorSource, OpSpec
 from mpsgen.trial import cache_dir, install_compiler_command, out_of_memory, refuse_too_large
 from mpsgen.trial import compiler as find_compiler
@@ -31,21 +32,6 @@ from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
 _TIMED_OUT = "the compiler did not finish within"  # (the cached answer of a compile that ran out of time)
 
-# What Metal's C++ dialect does not have, found as whole words in the functor's code (comments
-# and strings blanked): (pattern, why).
-_NOT_METAL = [
-    (re.compile(r"\bdouble\b"), "Metal has no double (nor long double); compute in float (opmath_t<T> for half and bfloat)"),
-    (re.compile(r"\bstd\s*::"), "Metal has no C++ standard library (std::); use the metal:: and c10::metal:: functions"),
-    (re.compile(r"\b(?:printf|fprintf|sprintf|snprintf|puts|putchar)\s*\("), "a Metal kernel cannot print"),
-    (re.compile(r"\b(?:malloc|calloc|realloc|free)\s*\("), "a Metal kernel cannot allocate memory"),
-    (re.compile(r"\b(?:throw|try|catch)\b"), "Metal has no exceptions"),
-    (re.compile(r"\b(?:new|delete)\b"), "Metal has no new or delete (no dynamic memory)"),
-    (re.compile(r"\bgoto\b"), "Metal has no goto"),
-    (re.compile(r"\b(?:dynamic_cast|typeid)\b"), "Metal has no run-time type information (dynamic_cast, typeid)"),
-    (re.compile(r"\bvirtual\b"), "Metal has no virtual functions"),
-    (re.compile(r"\b(?:thread_local|register)\b"), "Metal has no thread_local or register storage"),
-    (re.compile(r"\(\s*\*\s*(?!this\b)(?:[A-Za-z_]\w*)?\s*\)\s*\("), "Metal has no function pointers"),
-]
 _FUNCTION = re.compile(r"(?:\boperator\s*\(\s*\)|\b([A-Za-z_]\w*))\s*\([^;{}]*\)\s*(?:const\s*)?\{")
 _ERROR = re.compile(r"^([^:\n]*):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 _PLACE = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+):", re.M)
@@ -97,7 +83,7 @@ def metal_problems(functor: FunctorSource, text: str) -> list[str]:
     """What Metal rejects in the rendered functor ``text`` that a C++ compiler would accept."""
     masked = mask_c_comments_and_strings(text)
     found = []
-    for pattern, why in _NOT_METAL:
+    for pattern, why in NOT_METAL:
         m = pattern.search(masked)
         if m:
             line = masked.count("\n", 0, m.start()) + 1

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import Location
+from mpsgen.metal import NOT_METAL
 from mpsgen.spec import FunctorSource, _loc, _scalar, _text_start, check_name, load_spec_file
 
 KERNEL_KIND = "kernel"
@@ -156,7 +157,6 @@ def host_expr_problem(expr: str) -> str | None:
 def body_problem(body: str) -> tuple[int, str] | None:
     """(line of the body, why) for what Metal cannot compile in a kernel body, found without a
     compiler (the gate compiles it), or None."""
-    from mpsgen.compile_gate import _NOT_METAL
     from mpsgen.tree.source import mask_c_comments_and_strings
 
     def line_of(at: int) -> int:
@@ -167,7 +167,7 @@ def body_problem(body: str) -> tuple[int, str] | None:
     masked = mask_c_comments_and_strings(body)
     if "return" not in masked:
         return 1, "the body must return the output element's value (`return ...;`)"
-    for pattern, why in _NOT_METAL:
+    for pattern, why in NOT_METAL:
         if m := pattern.search(masked):
             return line_of(m.start()), why
     together = re.search(r"\b(threadgroup|threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|atomic_\w+)\b", masked)
