@@ -19,7 +19,7 @@ from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, OPINFO_DEF
 
 def shader_test(spec: OpSpec, command: str) -> tuple[str, str]:
     """(file name, text) of ``test_<op>_shader.py`` for the spec's functor."""
-    from mpsgen.newop import render_functor
+    from mpsgen.codegen import render_functor
 
     if spec.selector is not None:
         raise Refused(f"--with-test covers ops of one kernel; {spec.name} picks one of {len(spec.selector.cases)} by its "

@@ -235,10 +235,10 @@ def gate_spec(spec: OpSpec) -> GateResult:
     for every pair its dtype groups register. A spec without a functor has nothing to compile."""
     from dataclasses import replace
 
-    from mpsgen.newop import render_functor
+    from mpsgen.codegen import render_functor
     from mpsgen.registrations import input_dtypes
 
-    from mpsgen.newop import variant_specs
+    from mpsgen.codegen import variant_specs
 
     if not spec.has_functor:
         return GateResult([], find_compiler())

@@ -9,6 +9,7 @@ import textwrap
 from dataclasses import dataclass, field, replace
 
 from mpsgen.changeset import Changeset
+from mpsgen.codegen import render_functor, variant_specs
 from mpsgen.edits import metal as metal_edit
 from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
@@ -29,46 +30,6 @@ from mpsgen.tree.opinfo import declared_dtypes, find_op_entries, find_ref_entrie
 from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.schema import describe_inputs, guess_kind, output_count, shape_problem
 from mpsgen.tree.source import python_syntax_problem
-
-_PARAMS = {1: ["x"], 2: ["a", "b"], 3: ["a", "b", "c"]}
-
-
-def render_functor(spec: OpSpec) -> str:
-    params = _PARAMS[spec.arity]
-    alpha_type = "U" if spec.kind == "unary_alpha" else "T"
-    common = dict(op=spec.name, params=params, alpha=spec.has_alpha, alpha_type=alpha_type)
-    f = spec.functor
-    if spec.has_params:  # the functor, then the params type of each registered input type
-        from mpsgen.params import render_expr_functor, render_typedefs
-
-        if f.expr is not None:
-            functor = render_expr_functor(spec, f.expr.strip())
-        elif f.body is not None:
-            functor = _body_functor(spec)
-        else:
-            functor = render("metal/functor_scaffold.metal.j2", **common)
-        return functor + "\n\n" + render_typedefs(spec, [i for i, _o in input_dtypes(spec)])
-    if f.expr is not None:
-        return render("metal/functor_expr.metal.j2", expr=f.expr.strip(), int2float="int2float" in spec.dtypes, **common)
-    if f.body is not None:
-        return _body_functor(spec)
-    return render("metal/functor_scaffold.metal.j2", **common)
-
-
-def _body_functor(spec: OpSpec) -> str:
-    """The functor from a spec's struct body (or whole struct)."""
-    f = spec.functor
-    body = (f.body or "").strip("\n")
-    if re.match(r"\s*struct\s", body):
-        if not re.match(rf"\s*struct\s+{spec.name}_functor\b", body):
-            raise BadInput(
-                f"the functor given for {spec.name} defines another struct; it must be `struct {spec.name}_functor`.",
-                hint=f"(from {f.origin})",
-            )
-        return body.rstrip().rstrip(";") + ";" if not body.rstrip().endswith("};") else body.rstrip()
-    body = textwrap.dedent(body)
-    return render("metal/functor_body.metal.j2", op=spec.name, body=textwrap.indent(body, "  "))
-
 
 @dataclass(frozen=True)
 class RowChoice:
@@ -710,17 +671,6 @@ def formatted_name(name: str, variant: str) -> str:
     """What an OpInfo's tests are named after (its ``formatted_name``): ``_refs.heaviside`` ->
     ``_refs_heaviside``, ``nn.functional.pad`` variant ``reflect`` -> ``nn_functional_pad_reflect``."""
     return f"{name}.{variant}".replace(".", "_") if variant else name.replace(".", "_")
-
-
-def variant_specs(kspec: OpSpec) -> list[OpSpec]:
-    """The kernels a spec writes: itself, or for a selector (gelu's ``approximate``) one plain
-    spec per case, named after its kernel, with its functor."""
-    if kspec.selector is None:
-        return [kspec]
-    return [
-        replace(kspec, name=c.kernel, functor=kspec.functors[c.kernel], selector=None, functors={})
-        for c in kspec.selector.cases
-    ]
 
 
 def _plan_metal_kernel(

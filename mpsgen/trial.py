@@ -161,7 +161,7 @@ def scalar_keyword(op, spec: OpSpec) -> str:
 
 def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int, int]:
     """The C++ program, and the first and last line of the functor in it."""
-    from mpsgen.newop import render_functor
+    from mpsgen.codegen import render_functor
 
     functor = render_functor(spec)
     head = (
@@ -446,7 +446,7 @@ def run_trial(
     with torch's CPU op (``cpu_op``, default the spec's op, given ``cpu_kwargs`` too). A
     selector spec runs each case's kernel against the op given that case's string."""
     if spec.selector is not None:
-        from mpsgen.newop import variant_specs
+        from mpsgen.codegen import variant_specs
 
         results, cached, cxx = [], True, ""
         for case, variant in zip(spec.selector.cases, variant_specs(spec)):

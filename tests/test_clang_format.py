@@ -11,7 +11,7 @@ import pytest
 
 from mpsgen.edits.metal import MetalAddition, add_op
 from mpsgen.edits.mm import KernelAddition, add_kernel
-from mpsgen.newop import render_functor
+from mpsgen.codegen import render_functor
 from mpsgen.practice import PRACTICE_TREE
 from mpsgen.registrations import plan_registrations
 from mpsgen.spec import FunctorSource, OpSpec

@@ -171,7 +171,7 @@ def test_spec_params_problems_are_located(text: str, words: str):
 
 def test_the_driver_and_the_kernel_file_agree_on_the_params_type():
     """The typedef names the .metal registers are the names the host asks for."""
-    from mpsgen.newop import render_functor
+    from mpsgen.codegen import render_functor
     from mpsgen.registrations import required_calls
     from mpsgen.spec import load_spec
 

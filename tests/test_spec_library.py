@@ -121,7 +121,7 @@ def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path, library:
     MPS010-MPS013 finding (NaN-dropping min/max, fast math, missing integer overload,
     registration no overload accepts)."""
     from mpsgen.check import run_check
-    from mpsgen.newop import render_functor
+    from mpsgen.codegen import render_functor
     from mpsgen.registrations import required_calls
     from mpsgen.tree import KERNELS_DIR, PytorchTree
 

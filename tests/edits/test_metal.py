@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpsgen.edits.metal import MetalAddition, add_op
-from mpsgen.newop import render_functor
+from mpsgen.codegen import render_functor
 from mpsgen.practice import PRACTICE_TREE
 from mpsgen.registrations import plan_registrations
 from mpsgen.spec import FunctorSource, OpSpec
