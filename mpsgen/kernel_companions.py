@@ -15,7 +15,7 @@ STRUCT_CODES = {"float": "f", "long": "q", "bool": "?"}
 
 def kernel_source(spec: KernelSpec, sig) -> str:
     """What compile_shader compiles: the kernel file as new-kernel writes it, its params header inlined."""
-    from mpsgen.newkernel import kernel_text, struct_text
+    from mpsgen.kernelcode import kernel_text, struct_text
 
     struct = struct_text(spec, sig)
     text = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel_text(spec, sig))
@@ -24,7 +24,8 @@ def kernel_source(spec: KernelSpec, sig) -> str:
 
 def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
     """(file name, text) of ``test_<kernel>_shader.py``."""
-    from mpsgen.newkernel import kernel_target, schema_arguments
+    from mpsgen.kernelcode import schema_arguments
+    from mpsgen.newkernel import kernel_target
 
     sig = kernel_target(tree, spec)
     row = sig.row

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import BadInput, Refused
+from mpsgen.kernelcode import body_text, kernel_signature, kernel_text, schema_arguments, schema_parameters, struct_text
 from mpsgen.kernelspec import KernelSpec
 from mpsgen import child
 from mpsgen.trial import TIME_LIMIT, cache_dir, compile_program, compiler, import_torch, missing_requirements, refuse_too_large
@@ -34,8 +35,6 @@ _ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$
 
 
 def _element_function(spec: KernelSpec, sig) -> str:
-    from mpsgen.newkernel import kernel_text
-
     text = kernel_text(spec, sig)
     return text[: text.index("\ntemplate <typename T>\nkernel void")]
 
@@ -43,8 +42,6 @@ def _element_function(spec: KernelSpec, sig) -> str:
 def driver_source(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal", "c10::metal")) -> tuple[str, int, int]:
     """The C++ program, and the lines of the spec's body in it; ``usings``: the namespaces the
     target .metal file opens (the body must compile under them)."""
-    from mpsgen.newkernel import body_text, struct_text
-
     head = (
         '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\n'
         "#define device\n#define constant\n#define thread\n" + "".join(f"using namespace {n};\n" for n in usings) + "\n"
@@ -243,7 +240,6 @@ def _host_accepts(torch, spec: KernelSpec, env: dict) -> bool | None:
 
 def torch_signature(torch, spec: KernelSpec):
     """The kernel's signature from the schema of torch's own op (``try`` needs no checkout)."""
-    from mpsgen.newkernel import kernel_signature
     from mpsgen.tree.native_yaml import NativeFunction
 
     packet = getattr(torch.ops.aten, spec.name, None)
@@ -414,8 +410,6 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
 
 
 def _schema(sig):
-    from mpsgen.newkernel import schema_arguments
-
     return schema_arguments(sig.row.func)
 
 
@@ -425,8 +419,6 @@ def _value(sig, pvals: dict, name: str):
 
 def _default(sig, name: str):
     """The schema's default of the scalar ``name`` as a Python value."""
-    from mpsgen.newkernel import schema_parameters
-
     for _typ, arg, text in schema_parameters(sig.row.func):
         if arg == name and text is not None:
             if text in ("True", "False"):

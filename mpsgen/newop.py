@@ -18,7 +18,6 @@ from mpsgen.edits import add_include
 from mpsgen.errors import BadInput, Refused
 from mpsgen.params import dispatch_head, host_inits
 from mpsgen.registrations import alpha_scalar_type, covered_torch_dtypes, input_dtypes, plan_registrations
-from mpsgen.render import render
 from mpsgen.spec import OpSpec
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
