@@ -804,7 +804,8 @@ def migrate_from_mpsgraph(
     Example: mpsgen migrate-from-mpsgraph acosh --dry-run"""
     import json
 
-    from mpsgen.migrate import format_table, list_candidates, plan_migrate
+    from mpsgen.explain import migration_candidates
+    from mpsgen.migrate import format_table, plan_migrate
 
     try:
         if list_:
@@ -822,7 +823,7 @@ def migrate_from_mpsgraph(
             ]
             if given:
                 raise BadInput(f"--list takes only --format and --root (got {', '.join(given)}).", hint="Run the listing and the migration separately.")
-            candidates = list_candidates(PytorchTree.locate(root))
+            candidates = migration_candidates(PytorchTree.locate(root))
             if format_ == ListFormat.json:
                 out.print(Text(json.dumps([c.as_dict() for c in candidates], indent=2)))
             else:

@@ -33,6 +33,7 @@ from mpsgen.tree.native_yaml import NativeFunction, scanned_native_functions
 from mpsgen.tree.opinfo import mps_decorators
 
 if TYPE_CHECKING:
+    from mpsgen.migrate import Candidate
     from mpsgen.spec import OpSpec
 
 STATUSES = ("metal", "mps-kernel", "composite", "missing", "stub-unregistered", "other")
@@ -498,10 +499,27 @@ class Coverage:
         }
 
 
-def coverage(tree: PytorchTree) -> Coverage:
-    """Every op's MPS status, counts by tag, and the migration candidates ranked by ease."""
+def migration_candidates(tree: PytorchTree) -> list[Candidate]:
+    """``migrate.list_candidates``, each elementwise one that could move planned as its bare
+    command would run (its blocker says why "ready" is not the word, or what command to run)."""
     from mpsgen.migrate import list_candidates
 
+    out = list_candidates(tree)
+    for c in out:
+        if c.kind == "reduction" and c.migratable:
+            # (planned by explain: the bare command may refuse a loss of dtypes, as prod's does)
+            c.blocker = f"a reduction: `mpsgen explain {c.op}` plans its migration"
+        if c.elementwise and c.migratable:  # "ready" means the bare command goes through: plan it
+            step, command = planned_step(tree, c.op, migrate=True)
+            if command is None:
+                c.blocker = step.split("): ", 1)[-1]  # "none (mpsgen cannot ...): why"
+            elif command != f"mpsgen migrate-from-mpsgraph {c.op} --dry-run":
+                c.blocker = f"needs `{command}`" + step[len(command) :]
+    return out
+
+
+def coverage(tree: PytorchTree) -> Coverage:
+    """Every op's MPS status, counts by tag, and the migration candidates ranked by ease."""
     tf = TreeFacts.read(tree)
     per_op: dict[str, list[str]] = {}
     tags_of: dict[str, set[str]] = {}
@@ -514,7 +532,7 @@ def coverage(tree: PytorchTree) -> Coverage:
     for op, status in ops.items():
         for t in tags_of[op] or {"(untagged)"}:
             by_tag.setdefault(t, Counter())[status] += 1
-    ranked = sorted(list_candidates(tree), key=lambda c: (not c.migratable, not c.elementwise, len(c.rows), c.op))
+    ranked = sorted(migration_candidates(tree), key=lambda c: (not c.migratable, not c.elementwise, len(c.rows), c.op))
     candidates = [c.as_dict() | {"rank": i + 1} for i, c in enumerate(ranked)]
     return Coverage(ops, by_tag, candidates)
 

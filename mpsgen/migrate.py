@@ -427,7 +427,8 @@ def _shared_kernel_bodies(tree: PytorchTree, rows: list[NativeFunction]) -> dict
 
 
 def list_candidates(tree: PytorchTree) -> list[Candidate]:
-    """Ops with a row whose MPS dispatch is a separate kernel beside a CPU/CUDA one."""
+    """Ops with a row whose MPS dispatch is a separate kernel beside a CPU/CUDA one (whether the
+    bare command goes through is ``explain.migration_candidates``'s to say: it plans each)."""
     yaml_src, table = scanned_native_functions(tree)
     text = yaml_src.text
     bases = {e.base for e in table.entries}
@@ -492,18 +493,6 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
             )
         out.append(c)
     out.sort(key=lambda c: (not c.elementwise, c.op))
-    from mpsgen.explain import planned_step
-
-    for c in out:
-        if c.kind == "reduction" and c.migratable:
-            # (planned by explain: the bare command may refuse a loss of dtypes, as prod's does)
-            c.blocker = f"a reduction: `mpsgen explain {c.op}` plans its migration"
-        if c.elementwise and c.migratable:  # "ready" means the bare command goes through: plan it
-            step, command = planned_step(tree, c.op, migrate=True)
-            if command is None:
-                c.blocker = step.split("): ", 1)[-1]  # "none (mpsgen cannot ...): why"
-            elif command != f"mpsgen migrate-from-mpsgraph {c.op} --dry-run":
-                c.blocker = f"needs `{command}`" + step[len(command) :]
     return out
 
 
