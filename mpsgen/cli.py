@@ -1193,7 +1193,8 @@ def _reduction_spec_problems(path: Path) -> list[str]:
     from mpsgen.reduction import load_reduction_spec
     from mpsgen.reduction_kernel import kernel_source, read_helpers
     from mpsgen.reduction_trial import build, installed_header
-    from mpsgen.trial import compiler, import_torch
+    from mpsgen.toolchain import compiler
+    from mpsgen.trial import import_torch
 
     try:
         spec = load_reduction_spec(path, display=str(path))

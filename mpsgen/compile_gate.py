@@ -25,8 +25,8 @@ from mpsgen import child
 from mpsgen.errors import Location, Refused
 from mpsgen.metal import NOT_METAL
 from mpsgen.spec import FunctorSource, OpSpec
-from mpsgen.trial import cache_dir, install_compiler_command, out_of_memory, refuse_too_large
-from mpsgen.trial import compiler as find_compiler
+from mpsgen.toolchain import cache_dir, install_compiler_command, out_of_memory, refuse_too_large
+from mpsgen.toolchain import compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one

@@ -131,7 +131,8 @@ def _tools(tree: PytorchTree | None, system: str) -> list[Check]:
 def _try_needs(system: str) -> list[Check]:
     """What ``mpsgen try`` needs besides mpsgen: a C++17 compiler and torch in this Python
     (found, not imported: importing torch takes seconds)."""
-    from mpsgen.trial import COMPILERS, compiler, install_compiler_command, install_torch_command
+    from mpsgen.toolchain import COMPILERS, compiler, install_compiler_command
+    from mpsgen.trial import install_torch_command
 
     out = []
     cxx = compiler()

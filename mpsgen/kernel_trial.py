@@ -25,7 +25,8 @@ from mpsgen.errors import BadInput, Refused
 from mpsgen.kernelcode import body_text, kernel_signature, kernel_text, schema_arguments, schema_parameters, struct_text
 from mpsgen.kernelspec import KernelSpec
 from mpsgen import child
-from mpsgen.trial import TIME_LIMIT, cache_dir, compile_program, compiler, import_torch, missing_requirements, refuse_too_large
+from mpsgen.toolchain import cache_dir, compile_program, compiler, refuse_too_large
+from mpsgen.trial import TIME_LIMIT, import_torch, missing_requirements
 from mpsgen.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}

@@ -29,7 +29,8 @@ from mpsgen.errors import BadInput, Refused
 from mpsgen.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.reduction_kernel import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.resources import resource_dir
-from mpsgen.trial import cache_dir, compile_program, compiler, import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
+from mpsgen.toolchain import cache_dir, compile_program, compiler
+from mpsgen.trial import import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
 
 TIME_LIMIT = 60.0  # seconds for one dtype's cases
 # Metal type -> (C++ type the kernel is instantiated with, the type torch stores it as)

@@ -16,10 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import platform
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import warnings
@@ -33,13 +31,16 @@ from mpsgen.registrations import input_dtypes
 from mpsgen.resources import resource_dir
 from mpsgen.spec import OPERANDS, OpSpec
 from mpsgen.text import shorten
+from mpsgen.toolchain import (
+    COMPILERS,
+    cache_dir,
+    compile_program,
+    compiler,
+    install_compiler_command,
+    refuse_too_large,
+)
 
 TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
-BUILD_TIME_LIMIT = 120.0  # seconds for compiling the program (it takes about half a second)
-# the longest functor (or kernel body) mpsgen compiles: real ones are under 4 KB; a compiler
-# given ten times that in one expression can run for minutes
-SOURCE_LIMIT = 32 * 1024
-COMPILERS = ("g++", "clang++", "c++")
 TORCH_NAMES = {
     "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
     "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
@@ -90,19 +91,6 @@ class TrialResult:
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.results)
-
-
-def compiler() -> str | None:
-    """The first C++ compiler on PATH (g++, clang++, c++), or None."""
-    for name in COMPILERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def install_compiler_command(system: str | None = None) -> str:
-    return "xcode-select --install" if (system or platform.system()) == "Darwin" else "sudo apt-get install -y g++"
 
 
 def install_torch_command() -> str:
@@ -245,45 +233,6 @@ def params_arguments(spec: OpSpec, values: dict[str, float | bool | None]) -> li
     return [repr(v) for v in numbers + flags]
 
 
-def refuse_too_large(text: str, origin: str, what: str) -> None:
-    """Refuse, before compiling, a ``what`` (functor, kernel body) over :data:`SOURCE_LIMIT`."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > SOURCE_LIMIT:
-        raise BadInput(
-            f"{origin}: the {what} is {size} bytes, over the {SOURCE_LIMIT} bytes ({SOURCE_LIMIT // 1024} KiB) mpsgen "
-            "compiles; nothing written.",
-            hint=f"Split the {what} into helper functions in the kernel file, or shorten it.",
-        )
-
-
-def out_of_memory(stderr: str) -> bool:
-    """Whether a compiler's ``stderr`` says it ran out of memory (its address space is bounded)."""
-    return bool(re.search(r"virtual memory exhausted|out of memory|Cannot allocate memory|std::bad_alloc", stderr))
-
-
-def timed_out_note(entry: Path) -> str | None:
-    """What an earlier build of the same source left at ``entry`` (``<binary>.timeout``) when it
-    ran out of time, or None."""
-    try:
-        return entry.read_text(encoding="utf-8").strip() or "an earlier build ran out of time"
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def remember_timeout(entry: Path, what: str) -> None:
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.write_text(what + "\n", encoding="utf-8")
-    except OSError:
-        pass  # (the next run only compiles again)
-
-
-def cache_dir(kind: str) -> Path:
-    """mpsgen's cache folder for ``kind`` (``try`` builds, ``gate`` compiler answers)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpsgen" / kind
-
-
 def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, bool]:
     """The compiled program (from the cache when the same source was built before)."""
     refuse_too_large(spec.functor.expr or spec.functor.body or "", spec.functor.origin, "functor")
@@ -307,36 +256,6 @@ def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, b
         raise _compile_error(spec, proc.stderr, source, first, last)
     os.replace(str(binary) + ".tmp", binary)
     return binary, False
-
-
-def compile_program(argv: list[str], binary: Path, what: str, where: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the compiler ``argv`` building ``binary`` (:mod:`mpsgen.child`: its own process group,
-    bounded in time and memory). A build that ran out of time is remembered beside the binary
-    (``<binary>.timeout``, keyed as the binary is), so the same source is refused at once."""
-    marker = Path(str(binary) + ".timeout")
-    earlier = timed_out_note(marker)
-    if earlier is not None:
-        raise Refused(
-            f"{where}: {earlier} (remembered from an earlier run on this same source); stopped.",
-            hint=f"Simplify {what}; or delete {marker} to compile it again.",
-        )
-    try:
-        proc = child.run(
-            argv, cwd=cwd, text=True, timeout=BUILD_TIME_LIMIT, memory=child.COMPILER_MEMORY, env={**os.environ, "LC_ALL": "C"},
-        )
-    except subprocess.TimeoutExpired:
-        said = f"compiling {what} did not finish within {BUILD_TIME_LIMIT:.0f} s"
-        remember_timeout(marker, said)
-        raise Refused(f"{where}: {said}; the compiler was stopped.", hint=f"Simplify {what}.") from None
-    except OSError as exc:
-        raise Refused(f"could not run the compiler {argv[0]} ({exc.strerror}).") from None
-    if proc.returncode != 0 and out_of_memory(proc.stderr):
-        raise Refused(
-            f"{where}: compiling {what} ran out of the {child.COMPILER_MEMORY >> 20} MB of memory mpsgen gives a compiler; "
-            "stopped.",
-            hint=f"Simplify {what}.",
-        )
-    return proc
 
 
 def _functor_line_in_spec(spec: OpSpec) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import child, compile_gate, trial
+from mpsgen import child, compile_gate, toolchain, trial
 from mpsgen.practice import build_practice_tree
 from tests.hostile_cases import RUNAWAY_FUNCTOR, SPIN, Watch, descendants, still_running
 
@@ -41,17 +41,17 @@ def test_a_compile_past_its_time_limit_leaves_no_process_and_is_remembered(tmp_p
 
 @needs_compiler
 def test_try_remembers_a_build_that_ran_out_of_time(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(trial, "BUILD_TIME_LIMIT", 1.5)
+    monkeypatch.setattr(toolchain, "BUILD_TIME_LIMIT", 1.5)
     (tmp_path / "driver.cpp").write_text(RUNAWAY_CPP)
     binary = tmp_path / "program"
     argv = [compile_gate.find_compiler(), "-std=c++17", "-O1", "-o", str(binary), str(tmp_path / "driver.cpp")]
     with Watch(os.getpid()) as watch, pytest.raises(trial.Refused, match="did not finish within 2 s"):
-        trial.compile_program(argv, binary, "spin_functor", "spec.yaml")
+        toolchain.compile_program(argv, binary, "spin_functor", "spec.yaml")
     time.sleep(0.2)
     assert "cc1plus" in watch.seen.values() and not still_running(watch.seen)
     t0 = time.monotonic()
     with pytest.raises(trial.Refused, match="remembered from an earlier run on this same source"):
-        trial.compile_program(argv, binary, "spin_functor", "spec.yaml")
+        toolchain.compile_program(argv, binary, "spin_functor", "spec.yaml")
     assert time.monotonic() - t0 < 1.0
 
 
