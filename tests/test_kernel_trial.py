@@ -76,7 +76,8 @@ def test_the_shader_test_packs_params_as_c_lays_them_out(real_tree: Path, tmp_pa
     (the struct as the header declares it, compiled with mpsgen's Metal model)."""
     from mpsgen.kernel_companions import kernel_shader_test
     from mpsgen.kernel_trial import driver_source
-    from mpsgen.newkernel import choose_row, kernel_signature
+    from mpsgen.kernelcode import kernel_signature
+    from mpsgen.newkernel import choose_row
     from mpsgen.tree import PytorchTree
     from mpsgen.tree.native_yaml import read_native_functions
 
