@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -763,10 +764,7 @@ def kill_trial(base: Path, work: Path, *, runs: int, seed: int, reference: dict[
     failures: list[str] = []
 
     def mpsgen(root: Path, *args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, stdin=subprocess.DEVNULL,
-            cwd=root.parent, env=ENV, timeout=300,
-        )
+        proc = run_mpsgen(root, *args)
         seen(proc.stdout + proc.stderr)
         return proc
 
@@ -884,6 +882,14 @@ def descendants(pid: int) -> dict[int, str]:
 def still_running(pids) -> list[str]:
     """Those of ``pids`` still running (a zombie has ended)."""
     return [f"{p} {st[2]}" for p in pids if (st := proc_stat(p)) is not None and st[1] not in ("Z", "X")]
+
+
+def run_mpsgen(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m mpsgen ARGS --root ROOT`` to its end, its output captured (the trials' way)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, stdin=subprocess.DEVNULL,
+        cwd=root.parent, env=ENV, timeout=300,
+    )
 
 
 class Watch:
@@ -1055,10 +1061,7 @@ def writer_trial(base: Path, work: Path, *, runs: int, reference: dict[str, byte
     failures: list[str] = []
 
     def mpsgen(root: Path, *args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "mpsgen", *args, "--root", str(root)], capture_output=True, stdin=subprocess.DEVNULL,
-            cwd=root.parent, env=ENV, timeout=300,
-        )
+        proc = run_mpsgen(root, *args)
         counts["tracebacks"] += b"Traceback" in proc.stdout + proc.stderr
         return proc
 
