@@ -110,7 +110,7 @@ def _uses(masked_lines: list[str], removed: set[int], name: str, own: range) -> 
         i
         for i, ln in enumerate(masked_lines)
         if i not in removed and i not in own
-        and ((name in ln and rx.search(ln)) or any(name.startswith(p) for p in _PASTED.findall(ln)))
+        and ((name in ln and rx.search(ln)) or ("##" in ln and any(name.startswith(p) for p in _PASTED.findall(ln))))
     ]
 
 
