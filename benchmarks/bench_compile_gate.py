@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it, verdict  # noqa: E402
-from mpsgen.compile_gate import find_compiler, gate_spec  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
-from mpsgen.spec import load_spec  # noqa: E402
+from mpsgen.shim.gate import find_compiler, gate_spec  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
+from mpsgen.spec.op import load_spec  # noqa: E402
 
 SPECS = ["heaviside", "acosh", "sub", "logit", "special_airy_ai"]  # binary, complex, alpha, int2float, long body
 

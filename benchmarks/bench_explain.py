@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it, verdict  # noqa: E402
-from mpsgen.explain import coverage, explain_op  # noqa: E402
+from mpsgen.report.explain import coverage, explain_op  # noqa: E402
 from mpsgen.tree import PytorchTree  # noqa: E402
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, median_ms, real_practice_tree, time_it, verdict  # noqa: E402
-from mpsgen.migrate import format_table, list_candidates, plan_migrate  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
-from mpsgen.spec import FunctorSource, OpSpec, load_spec  # noqa: E402
+from mpsgen.plan.migrate import format_table, list_candidates, plan_migrate  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
+from mpsgen.spec.op import FunctorSource, OpSpec, load_spec  # noqa: E402
 from mpsgen.tree import PytorchTree  # noqa: E402
 
 CASES = [

@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, real_practice_tree, time_it, verdict  # noqa: E402
-from mpsgen.kernelspec import load_kernel_spec  # noqa: E402
-from mpsgen.newkernel import plan_new_kernel  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
+from mpsgen.spec.kernel import load_kernel_spec  # noqa: E402
+from mpsgen.plan.newkernel import plan_new_kernel  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
 from mpsgen.tree import PytorchTree  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main() -> None:
     spec = load_kernel_spec(resource_dir("specs") / "kernels" / "_pdist_forward.yaml")
     with real_practice_tree() as root:
         in_process = time_it(lambda: plan_new_kernel(PytorchTree(root), spec).diff(), args.repeat)
-        import mpsgen.aoti as aoti
+        import mpsgen.plan.aoti as aoti
 
         real = aoti.sync_c_shim
         aoti.sync_c_shim = lambda changeset: None  # the plan without the torchgen child

@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, real_practice_tree, time_it, verdict  # noqa: E402
-from mpsgen.newop import plan_new_op  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
-from mpsgen.spec import FunctorSource, OpSpec, load_spec  # noqa: E402
+from mpsgen.plan.newop import plan_new_op  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
+from mpsgen.spec.op import FunctorSource, OpSpec, load_spec  # noqa: E402
 from mpsgen.tree import COMMON_METHODS, NATIVE_FUNCTIONS, PytorchTree  # noqa: E402
 
 CASES = [

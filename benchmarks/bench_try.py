@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import installed_cli, verdict  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
 
 
 def main() -> None:

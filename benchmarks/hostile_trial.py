@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mpsgen.practice import build_practice_tree  # noqa: E402
+from mpsgen.report.practice import build_practice_tree  # noqa: E402
 from tests.hostile_cases import (  # noqa: E402
     CASES,
     FAMILIES,

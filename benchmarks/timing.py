@@ -103,7 +103,7 @@ def installed_cli() -> Iterator[Callable[..., list[float]]]:
 @contextlib.contextmanager
 def real_practice_tree() -> Iterator[Path]:
     """A practice tree holding the real torch 2.13 files, in a temporary folder."""
-    from mpsgen.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree
 
     with tempfile.TemporaryDirectory() as tmp:
         root, real = build_practice_tree(Path(tmp) / "pytorch")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mpsgen.errors import MpsgenError  # noqa: E402
-from mpsgen.resources import resource_dir  # noqa: E402
-from mpsgen.spec import load_spec  # noqa: E402
-from mpsgen.trial import run_trial  # noqa: E402
+from mpsgen.core.errors import MpsgenError  # noqa: E402
+from mpsgen.core.resources import resource_dir  # noqa: E402
+from mpsgen.spec.op import load_spec  # noqa: E402
+from mpsgen.shim.trial import run_trial  # noqa: E402
 
 INPUTS = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool", "float2", "half2")
 

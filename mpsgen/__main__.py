@@ -15,7 +15,7 @@ try:
 
     # SIGTERM and SIGHUP end mpsgen as Ctrl-C does, from here on: exit 130 with a message, a
     # compiler's process group killed, a write finished or not begun (apply holds all three
-    # while it renames: mpsgen.changeset.signals_held)
+    # while it renames: mpsgen.patch.changeset.signals_held)
     for _name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, _name):
             signal.signal(getattr(signal, _name), _terminated)
@@ -55,9 +55,9 @@ try:
                 import gc
 
                 gc.disable()
-                from mpsgen.cli_check import main as check_main
+                from mpsgen.cli.check import main as check_main
             else:
-                from mpsgen.cli import main as cli_main
+                from mpsgen.cli.app import main as cli_main
         except KeyboardInterrupt:
             _interrupted()
         if check:

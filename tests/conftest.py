@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mpsgen.cli import app
-from mpsgen.practice import build_practice_tree
+from mpsgen.cli.app import app
+from mpsgen.report.practice import build_practice_tree
 from tests.releases import INSTALLED, NEWER, build_release_tree, release_sources
 
 # the real-file tests run on both releases; REAL stays the installed one's, for module-level use
@@ -116,16 +116,16 @@ def without_shipped_spec(tmp_path: Path, monkeypatch):
     spec, as for an op the library does not cover yet (what the scaffold paths need)."""
     import shutil
 
-    import mpsgen.cli
-    import mpsgen.explain
-    from mpsgen.resources import resource_dir
+    import mpsgen.cli.app
+    import mpsgen.report.explain
+    from mpsgen.core.resources import resource_dir
 
     def hide(*ops: str) -> None:
         specs = tmp_path / "specs-without"
         shutil.copytree(resource_dir("specs"), specs, dirs_exist_ok=True)
         for op in ops:
             (specs / f"{op}.yaml").unlink(missing_ok=True)
-        for module in (mpsgen.cli, mpsgen.explain):
+        for module in (mpsgen.cli.app, mpsgen.report.explain):
             monkeypatch.setattr(module, "resource_dir", lambda name: specs if name == "specs" else resource_dir(name))
 
     return hide

@@ -13,7 +13,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from mpsgen.practice import real_file_sources
+from mpsgen.report.practice import real_file_sources
 
 INSTALLED = "2.13.0"
 NEWER = "2.14.1"
@@ -97,7 +97,7 @@ _NEWER_LINES = {
 def build_release_tree(dest: Path, release: str, sources: dict[str, Path]) -> Path:
     """A practice tree holding ``release``'s real files, its sources in that release's shape
     (see :func:`sources_as_of`)."""
-    from mpsgen.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree
 
     root, used = build_practice_tree(dest, sources=sources)
     assert used
@@ -114,9 +114,9 @@ def sources_as_of(root: Path, release: str, real: dict[str, bytes]) -> None:
         return
     import dataclasses
 
-    from mpsgen.migrate import plan_migrate
-    from mpsgen.resources import resource_dir
-    from mpsgen.spec import load_spec
+    from mpsgen.plan.migrate import plan_migrate
+    from mpsgen.core.resources import resource_dir
+    from mpsgen.spec.op import load_spec
     from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 
     yaml_path = root / NATIVE_FUNCTIONS

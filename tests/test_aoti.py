@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.aoti import affected_fallback_ops, generate_header
+from mpsgen.plan.aoti import affected_fallback_ops, generate_header
 from mpsgen.check import run_check
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.aoti import C_SHIM_MPS, FALLBACK_OPS, REGENERATE, TAGS_YAML, expected_shims, read_declarations, read_fallback_ops
@@ -208,9 +208,9 @@ def test_a_torchgen_that_fails_blocks_too(real_tree: Path, run):
 def test_torchgen_runs_only_for_a_fallback_op(real_tree: Path, run, monkeypatch):
     """heaviside is no fallback op of either release: the text look finds nothing, torchgen
     is not run, the header stays."""
-    import mpsgen.aoti
+    import mpsgen.plan.aoti
 
-    monkeypatch.setattr(mpsgen.aoti, "generate_header", lambda *a: pytest.fail("torchgen was run"))
+    monkeypatch.setattr(mpsgen.plan.aoti, "generate_header", lambda *a: pytest.fail("torchgen was run"))
     header = (real_tree / C_SHIM_MPS).read_bytes()
     result = run("new-op", "heaviside", "--spec", "specs/heaviside.yaml", "--root", real_tree)
     assert result.exit_code == 0, result.output

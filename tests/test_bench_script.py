@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.companions import BENCH_LAYOUTS, BENCH_QUICK_SIZES, BENCH_SIZES, bench_script
-from mpsgen.errors import Refused
-from mpsgen.registrations import input_dtypes
-from mpsgen.resources import resource_dir
-from mpsgen.spec import OpSpec, load_spec
+from mpsgen.plan.companions import BENCH_LAYOUTS, BENCH_QUICK_SIZES, BENCH_SIZES, bench_script
+from mpsgen.core.errors import Refused
+from mpsgen.spec.registrations import input_dtypes
+from mpsgen.core.resources import resource_dir
+from mpsgen.spec.op import OpSpec, load_spec
 from mpsgen.tree.dtypes import TORCH_DTYPES
 
 SPECS = sorted(p.stem for p in resource_dir("specs").glob("*.yaml"))

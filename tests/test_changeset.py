@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsgen.changeset import Changeset, _unified_diff
+from mpsgen.patch.changeset import Changeset, _unified_diff
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import SourceFile
 
@@ -79,8 +79,8 @@ def test_a_second_writer_waits_then_is_refused_and_writes_nothing(tmp_path: Path
 
     import pytest
 
-    from mpsgen import journal as journal_mod
-    from mpsgen.errors import Refused
+    from mpsgen.patch import journal as journal_mod
+    from mpsgen.core.errors import Refused
 
     root = tmp_path / "t"
     (root / "aten/src/ATen/native").mkdir(parents=True)

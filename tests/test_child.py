@@ -1,4 +1,4 @@
-"""Children mpsgen starts (mpsgen/child.py): a compile that cannot finish leaves no process
+"""Children mpsgen starts (mpsgen/core/child.py): a compile that cannot finish leaves no process
 behind, whatever ends it (its time limit, SIGTERM, SIGINT or SIGHUP of mpsgen, an exception); its memory is bounded;
 a timeout is remembered for the same source; a functor too large to compile is refused first."""
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import child, compile_gate, toolchain, trial
-from mpsgen.practice import build_practice_tree
+from mpsgen.core import child
+from mpsgen.shim import gate as compile_gate, toolchain, trial
+from mpsgen.report.practice import build_practice_tree
 from tests.hostile_cases import RUNAWAY_FUNCTOR, SPIN, Watch, descendants, still_running
 
 needs_compiler = pytest.mark.skipif(compile_gate.find_compiler() is None, reason="no C++ compiler on PATH")

@@ -11,10 +11,10 @@ import pytest
 
 from mpsgen.edits.metal import MetalAddition, add_op
 from mpsgen.edits.mm import KernelAddition, add_kernel
-from mpsgen.codegen import render_functor
-from mpsgen.practice import PRACTICE_TREE
-from mpsgen.registrations import plan_registrations
-from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.codegen.functor import render_functor
+from mpsgen.report.practice import PRACTICE_TREE
+from mpsgen.spec.registrations import plan_registrations
+from mpsgen.spec.op import FunctorSource, OpSpec
 from mpsgen.tree.metal import scan_metal
 
 STYLE = Path(__file__).parent / "clang-format.yaml"
@@ -98,7 +98,7 @@ _LIBRARY = sorted((Path(__file__).resolve().parents[1] / "specs").glob("*.yaml")
 def test_library_functors_are_clang_clean(clang_format, tmp_path, path):
     """A shipped or example spec's functor goes into the kernel file as written: it must
     already be what clang-format (PyTorch's settings, 80 columns for .metal) makes of it."""
-    from mpsgen.spec import load_spec
+    from mpsgen.spec.op import load_spec
 
     functor = render_functor(load_spec(path))
     assert formatted(clang_format, functor, "x.cpp", tmp_path) == functor

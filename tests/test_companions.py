@@ -167,13 +167,13 @@ def test_a_bench_script_that_cannot_be_written_leaves_the_tree_as_it_was(real_tr
     means nothing is written (exit 2), not a change applied without its script."""
     import errno
 
-    import mpsgen.cli
+    import mpsgen.cli.app
 
     def full(path, data, *, replace):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(mpsgen.cli, "write_whole", full)
+    monkeypatch.setattr(mpsgen.cli.app, "write_whole", full)
     before = snapshot(real_tree)
     res = run(*HEAVISIDE, "--with-bench", "--root", real_tree)
     assert res.exit_code == 2, res.output
@@ -182,8 +182,8 @@ def test_a_bench_script_that_cannot_be_written_leaves_the_tree_as_it_was(real_tr
 
 
 def test_the_side_files_go_when_the_change_is_not_applied(real_tree: Path, run, tmp_path: Path, monkeypatch):
-    import mpsgen.changeset
-    from mpsgen.errors import Refused
+    import mpsgen.patch.changeset
+    from mpsgen.core.errors import Refused
 
     def refuse(self, command=""):
         raise Refused("aten/src/ATen/native/native_functions.yaml changed since mpsgen read it; nothing was written.")
@@ -191,7 +191,7 @@ def test_the_side_files_go_when_the_change_is_not_applied(real_tree: Path, run, 
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setattr(mpsgen.changeset.Changeset, "apply", refuse)
+    monkeypatch.setattr(mpsgen.patch.changeset.Changeset, "apply", refuse)
     before = snapshot(real_tree)
     res = run(*HEAVISIDE, "--with-bench", "--with-test", "--root", real_tree)
     assert res.exit_code == 1 and "changed since" in res.output, res.output

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import compile_gate
-from mpsgen.compile_gate import gate_spec, metal_problems
-from mpsgen.resources import resource_dir
-from mpsgen.spec import FunctorSource, OpSpec, load_spec
+from mpsgen.shim import gate as compile_gate
+from mpsgen.shim.gate import gate_spec, metal_problems
+from mpsgen.core.resources import resource_dir
+from mpsgen.spec.op import FunctorSource, OpSpec, load_spec
 from tests.conftest import snapshot
 
 needs_compiler = pytest.mark.skipif(compile_gate.find_compiler() is None, reason="no C++ compiler on PATH")
@@ -120,7 +120,7 @@ def test_an_error_in_one_registered_type_pair_names_the_pair(real_tree: Path, ru
 )
 def test_what_metal_rejects_is_refused_even_where_cxx_accepts_it(expr: str, why: str):
     spec = OpSpec(name="heaviside", kind="binary", functor=FunctorSource(expr=expr, origin="--expr"))
-    from mpsgen.codegen import render_functor
+    from mpsgen.codegen.functor import render_functor
 
     problems = metal_problems(spec.functor, render_functor(spec))
     assert problems and why in problems[0], problems
@@ -128,7 +128,7 @@ def test_what_metal_rejects_is_refused_even_where_cxx_accepts_it(expr: str, why:
 
 
 def test_recursion_is_refused_but_an_overload_calling_another_is_not():
-    from mpsgen.codegen import render_functor
+    from mpsgen.codegen.functor import render_functor
 
     recursive = "template <typename T>\ninline T operator()(const T x) {\n  return x > T(0) ? operator()(x - T(1)) : x;\n}\n"
     spec = OpSpec(name="relu", kind="unary", functor=FunctorSource(body=recursive, origin="f", line=1))

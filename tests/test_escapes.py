@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.text import visible
+from mpsgen.core.text import visible
 
 ESC = "\x1b]0;pwned\x07"
 BINARY_MM = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpsgen.explain import STATUS_MEANING, STATUSES, addable_ops, coverage
+from mpsgen.report.explain import STATUS_MEANING, STATUSES, addable_ops, coverage
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from tests.releases import INSTALLED
 

@@ -1,4 +1,4 @@
-"""mpsgen.files.write_whole: a whole file or none, and what it refuses."""
+"""mpsgen.core.files.write_whole: a whole file or none, and what it refuses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.files import write_whole
+from mpsgen.core.files import write_whole
 
 
 def test_creates_whole_files_with_the_usual_mode_and_never_overwrites(tmp_path: Path):
@@ -35,7 +35,7 @@ def test_a_size_limit_leaves_no_file_and_no_temporary_file(tmp_path: Path):
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))\n"
-        "from mpsgen.files import write_whole\n"
+        "from mpsgen.core.files import write_whole\n"
         "try:\n"
         f"    write_whole({str(tmp_path / 'big.patch')!r}, b'y' * 100_000, replace=False)\n"
         "except OSError as exc:\n"

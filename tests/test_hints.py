@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mpsgen.check.rules import op_of
-from mpsgen.cli import app
-from mpsgen.explain import NO_FUNCTOR, SCAFFOLD_BLOCKER, TreeFacts, coverage, explain_op
-from mpsgen.resources import resource_dir
+from mpsgen.cli.app import app
+from mpsgen.report.explain import NO_FUNCTOR, SCAFFOLD_BLOCKER, TreeFacts, coverage, explain_op
+from mpsgen.core.resources import resource_dir
 from mpsgen.tree import PytorchTree
 
 
@@ -162,7 +162,7 @@ def test_the_tutorial_s_commands_run_on_a_tree_of_each_release(real_tree: Path, 
     """The tutorial's steps, run as it runs them (on a tree of torch 2.13's files) but on each
     release's tree, with the exit statuses it expects; and the commands it quotes for the
     reader's next steps."""
-    from mpsgen.tutorial import break_registration, steps
+    from mpsgen.report.tutorial import break_registration, steps
 
     quoted = []
     for step in steps(real_tree):

@@ -85,7 +85,7 @@ def test_spec_files_only_name_mps_sources(real_tree: Path, run, tmp_path: Path, 
 
 
 def test_spec_files_naming_one_file_twice(tmp_path: Path):
-    from mpsgen.spec import parse_spec_text
+    from mpsgen.spec.op import parse_spec_text
 
     k = "aten/src/ATen/native/mps/kernels/X.metal"
     _spec, problems = parse_spec_text(f"name: foo\nkind: unary\nfiles: {{metal: {k}, mm: aten/src/ATen/native/mps/operations/X.mm}}\n", "s.yaml")
@@ -105,7 +105,7 @@ def test_target_that_is_not_a_regular_file(real_tree: Path, run, tmp_path: Path)
 
 
 def test_paths_with_brackets_are_printed_as_they_are(tmp_path: Path, run):
-    from mpsgen.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree
 
     root, _ = build_practice_tree(tmp_path / "pytorch[wip]" / "a[/]b")
     res = run(*OP, "--root", root)

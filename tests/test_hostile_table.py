@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.practice import build_practice_tree
+from mpsgen.report.practice import build_practice_tree
 from tests.conftest import REAL
 from tests.hostile_cases import (
     CASES,
@@ -43,7 +43,7 @@ def reference(base_tree: Path, tmp_path_factory) -> dict[str, bytes]:
     """The release's tree after a clean apply of REFERENCE_ARGS (in-process)."""
     from typer.testing import CliRunner
 
-    from mpsgen.cli import app
+    from mpsgen.cli.app import app
 
     root = _fresh(base_tree, tmp_path_factory.mktemp("reference"))
     res = CliRunner().invoke(app, [*REFERENCE_ARGS, "--root", str(root)], catch_exceptions=False)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from mpsgen.practice import build_practice_tree
+from mpsgen.report.practice import build_practice_tree
 from tests.conftest import REAL
 
 RUNS = 200
@@ -118,16 +118,16 @@ def test_a_file_size_limit_mid_staging_writes_nothing_and_leaves_no_temp_file(tm
 def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: Path, monkeypatch, capsys):
     """Ctrl-C between the last rename and the end of the report: exit 130, and the message says
     the change is complete (never 'nothing written')."""
-    import mpsgen.cli
+    import mpsgen.cli.app
 
     def interrupted(_changeset, *_given):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mpsgen.cli, "print_next_steps", interrupted)
+    monkeypatch.setattr(mpsgen.cli.app, "print_next_steps", interrupted)
     monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--root", str(real_tree)])
     before = _state(real_tree)
     try:
-        mpsgen.cli.main()
+        mpsgen.cli.app.main()
     except SystemExit as exc:
         code = exc.code
     err = capsys.readouterr().err
@@ -139,8 +139,8 @@ def test_an_interrupt_right_after_the_last_rename_says_complete_and_keeps_the_si
     """An interrupt landing once the last rename is done but before apply returns (here raised
     as the journal is dropped): what is on disk decides the message, and --with-test's file,
     which belongs to the change, stays."""
-    import mpsgen.cli
-    from mpsgen.journal import Journal
+    import mpsgen.cli.app
+    from mpsgen.patch.journal import Journal
 
     real_end = Journal.end
 
@@ -155,7 +155,7 @@ def test_an_interrupt_right_after_the_last_rename_says_complete_and_keeps_the_si
     monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--with-test", "--root", str(real_tree)])
     before = _state(real_tree)
     with __import__("pytest").raises(SystemExit) as done:
-        mpsgen.cli.main()
+        mpsgen.cli.app.main()
     err = capsys.readouterr().err
     assert done.value.code == 130, err
     assert f"interrupted after the change was applied (5 file(s) in {real_tree}): it is complete." in err, err
@@ -167,8 +167,8 @@ def test_sigterm_and_sighup_while_planning_exit_130_with_a_message(own_tree: Pat
     """Outside the write window too: a SIGTERM or SIGHUP ends mpsgen as Ctrl-C does."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys, time\nimport mpsgen.cli\nsys.argv = ['mpsgen', 'new-op', 'heaviside', '--dry-run', "
-             f"'--root', {str(own_tree)!r}]\nimport mpsgen.newop\nmpsgen.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
+            [sys.executable, "-c", "import sys, time\nimport mpsgen.cli.app\nsys.argv = ['mpsgen', 'new-op', 'heaviside', '--dry-run', "
+             f"'--root', {str(own_tree)!r}]\nimport mpsgen.plan.newop\nmpsgen.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
              "print('planning', flush=True)\nfrom mpsgen.__main__ import main\nmain()"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         )

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-import mpsgen.changeset as changeset_mod
-import mpsgen.journal as journal_mod
-from mpsgen.changeset import Changeset
-from mpsgen.journal import Journal
-from mpsgen.newop import plan_new_op
-from mpsgen.practice import build_practice_tree
-from mpsgen.spec import FunctorSource, OpSpec
+import mpsgen.patch.changeset as changeset_mod
+import mpsgen.patch.journal as journal_mod
+from mpsgen.patch.changeset import Changeset
+from mpsgen.patch.journal import Journal
+from mpsgen.plan.newop import plan_new_op
+from mpsgen.report.practice import build_practice_tree
+from mpsgen.spec.op import FunctorSource, OpSpec
 from mpsgen.tree import PytorchTree, journal_path
 
 SPEC = OpSpec(
@@ -271,8 +271,8 @@ def test_a_live_write_is_not_an_interrupted_one(trees, tmp_path: Path, monkeypat
 
     from typer.testing import CliRunner
 
-    from mpsgen.cli import app
-    from mpsgen.cli_check import main as check_main
+    from mpsgen.cli.app import app
+    from mpsgen.cli.check import main as check_main
 
     base, before, after = trees
     root = tmp_path / "pytorch"

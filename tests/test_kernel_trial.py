@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.kernelspec import load_kernel_spec
-from mpsgen.resources import resource_dir
+from mpsgen.spec.kernel import load_kernel_spec
+from mpsgen.core.resources import resource_dir
 
 SPECS = resource_dir("specs") / "kernels"
 
@@ -74,10 +74,10 @@ def test_a_body_that_needs_threads_together_is_refused(run, tmp_path: Path):
 def test_the_shader_test_packs_params_as_c_lays_them_out(real_tree: Path, tmp_path: Path):
     """The generated test's pack_params against a C++ program printing the struct's layout
     (the struct as the header declares it, compiled with mpsgen's Metal model)."""
-    from mpsgen.kernel_companions import kernel_shader_test
-    from mpsgen.kernel_trial import driver_source
-    from mpsgen.kernelcode import kernel_signature
-    from mpsgen.newkernel import choose_row
+    from mpsgen.plan.kernel_companions import kernel_shader_test
+    from mpsgen.shim.kernel_trial import driver_source
+    from mpsgen.codegen.kernel import kernel_signature
+    from mpsgen.plan.newkernel import choose_row
     from mpsgen.tree import PytorchTree
     from mpsgen.tree.native_yaml import read_native_functions
 

@@ -93,7 +93,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_walk_sees_imports_inside_functions():
     # (kernel_companions imports the new-kernel planner inside its functions only)
-    assert "mpsgen.newkernel" in import_graph()["mpsgen.kernel_companions"]
+    assert "mpsgen.plan.newkernel" in import_graph()["mpsgen.plan.kernel_companions"]
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -106,3 +106,80 @@ def test_no_module_imports_itself_back():
     assert found == [], "modules that import each other (a circle; move what they share down a layer): " + "; ".join(
         " <-> ".join(group) for group in found
     )
+
+
+# The layers, lowest first: a module imports only modules of its own layer or of one below.
+# ``mpsgen/__init__.py`` belongs to ``core``, ``mpsgen/__main__.py`` to ``cli``.
+LAYERS = ("core", "metal", "tree", "patch", "spec", "edits", "codegen", "shim", "plan", "check", "report", "cli")
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "core"
+    if parts[1] == "__main__":
+        return "cli"
+    return parts[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    return [
+        f"{a} ({layer_of(a)}) imports {b} ({layer_of(b)})"
+        for a, targets in sorted(graph.items())
+        for b in sorted(targets)
+        if rank[layer_of(b)] > rank[layer_of(a)]
+    ]
+
+
+def test_every_module_belongs_to_a_layer():
+    strays = sorted(m for m in import_graph() if layer_of(m) not in LAYERS)
+    assert strays == [], f"modules outside the layers (move them into one, or add the layer to LAYERS): {strays}"
+
+
+def test_the_upward_finder_finds_an_upward_import():
+    assert upward_imports({"mpsgen.tree.x": {"mpsgen.plan.newop"}, "mpsgen.plan.newop": {"mpsgen.tree.x"}}) == [
+        "mpsgen.tree.x (tree) imports mpsgen.plan.newop (plan)"
+    ]
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    found = upward_imports(import_graph())
+    assert found == [], "imports that run up the layers (move what is shared down): " + "; ".join(found)
+
+
+def private_uses() -> list[str]:
+    """``from mpsgen.x import _y`` and ``x._y`` (x an imported mpsgen module) across modules:
+    a name with a leading underscore belongs to its module. (``import a as _a`` is fine.)"""
+    known = _modules()
+    out = []
+    for name, path in sorted(known.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mpsgen"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in known:
+                        modules.add(alias.asname or alias.name)
+                    elif alias.name.startswith("_") and node.module != name:
+                        out.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in known and alias.asname:
+                        modules.add(alias.asname)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+            ):
+                out.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_private_name_is_used_across_modules():
+    found = private_uses()
+    assert found == [], "private names used outside their module (make them public, or move the use): " + "; ".join(found)

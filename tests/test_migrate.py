@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import git_init, only_on, shared_dispatch, snapshot, with_mps
 from tests.releases import INSTALLED
-from mpsgen.errors import Refused
-from mpsgen.migrate import guess_kind, list_candidates, plan_migrate
-from mpsgen.spec import OpSpec, load_spec
+from mpsgen.core.errors import Refused
+from mpsgen.plan.migrate import guess_kind, list_candidates, plan_migrate
+from mpsgen.spec.op import OpSpec, load_spec
 from mpsgen.tree import PytorchTree
 from tests.conftest import REAL
 
@@ -115,7 +115,7 @@ def test_patch_applies_and_reverses(real_tree: Path, run, tmp_path: Path, releas
     assert snapshot(real_tree) == base
     subprocess.run(["git", "-C", str(real_tree), "apply", str(patch)], check=True)
     direct = tmp_path / "direct"
-    from mpsgen.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree
 
     build_practice_tree(direct, sources=REAL)
     assert run("migrate-from-mpsgraph", "acosh", "--unary", "--int2float", "--allow-dtype-loss", "--root", direct).exit_code == 0

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mpsgen.check import run_check
-from mpsgen.kernelspec import parse_kernel_spec_text
-from mpsgen.resources import resource_dir
+from mpsgen.spec.kernel import parse_kernel_spec_text
+from mpsgen.core.resources import resource_dir
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.aoti import C_SHIM_MPS
 from tests.conftest import git_init, snapshot

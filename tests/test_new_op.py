@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.errors import Refused
-from mpsgen.newop import plan_new_op
-from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.core.errors import Refused
+from mpsgen.plan.newop import plan_new_op
+from mpsgen.spec.op import FunctorSource, OpSpec
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 from tests.conftest import git_init, shared_dispatch, snapshot, with_mps
 from tests.releases import INSTALLED
@@ -314,9 +314,9 @@ def test_spec_flag_drives_everything(real_tree: Path, run, tmp_path: Path):
 
 
 def test_demo_without_torch_uses_own_sample_files(run, monkeypatch):
-    import mpsgen.practice
+    import mpsgen.report.practice
 
-    monkeypatch.setattr(mpsgen.practice, "real_file_sources", lambda: None)
+    monkeypatch.setattr(mpsgen.report.practice, "real_file_sources", lambda: None)
     result = run("demo")
     assert result.exit_code == 0, result.output
     assert "mpsgen's own sample files only" in result.stderr
@@ -394,7 +394,7 @@ def test_unknown_c10_metal_function_is_a_blocker(real_tree: Path, run):
 
 
 def test_alpha_type_needs_a_library_that_takes_it(real_tree: Path):
-    from mpsgen.newop import host_form_problems
+    from mpsgen.plan.newop import host_form_problems
 
     assert host_form_problems(PytorchTree(real_tree), "unary") == []  # 2.13 takes scalar_arg_type
     for rel in ("aten/src/ATen/native/mps/MetalShaderLibrary.h", "aten/src/ATen/native/mps/OperationUtils.h"):
@@ -532,7 +532,7 @@ def test_kind_and_dtypes_come_from_the_tree(real_tree: Path, run, without_shippe
 
 
 def test_a_bool_output_is_read_from_the_cpu_kernel(real_tree: Path):
-    from mpsgen.newop import kind_and_dtypes_from_tree
+    from mpsgen.plan.newop import kind_and_dtypes_from_tree
     from mpsgen.tree import PytorchTree
 
     # signbit_out builds a unary_force_boolean_op (the practice UnaryOps.cpp): bool_out

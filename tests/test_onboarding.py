@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import doctor
+from mpsgen.report import doctor
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 from tests.conftest import git_init
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mpsgen.check import run_check
-from mpsgen.params import param_type_of, stub_mismatch
-from mpsgen.spec import OpSpec, Param, parse_spec_text
+from mpsgen.codegen.params import param_type_of, stub_mismatch
+from mpsgen.spec.op import OpSpec, Param, parse_spec_text
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from tests.conftest import snapshot, with_mps
 
@@ -165,15 +165,15 @@ def test_a_stub_without_an_iterator_or_with_other_arguments_is_named():
 )
 def test_spec_params_problems_are_located(text: str, words: str):
     spec, problems = parse_spec_text(text, "s.yaml")
-    assert spec is None and any(words in why for _loc, why in problems), problems
+    assert spec is None and any(words in why for node_location, why in problems), problems
     assert all(str(loc).startswith("s.yaml:") for loc, _why in problems)
 
 
 def test_the_driver_and_the_kernel_file_agree_on_the_params_type():
     """The typedef names the .metal registers are the names the host asks for."""
-    from mpsgen.codegen import render_functor
-    from mpsgen.registrations import required_calls
-    from mpsgen.spec import load_spec
+    from mpsgen.codegen.functor import render_functor
+    from mpsgen.spec.registrations import required_calls
+    from mpsgen.spec.op import load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "threshold.yaml")
     functor = render_functor(spec)
@@ -267,7 +267,7 @@ def test_a_selector_whose_type_is_not_the_stub_s_is_refused(real_tree: Path, run
 )
 def test_selector_problems_are_located(text: str, words: str):
     spec, problems = parse_spec_text(text, "s.yaml")
-    assert spec is None and any(words in why for _loc, why in problems), problems
+    assert spec is None and any(words in why for node_location, why in problems), problems
 
 
 def test_a_kind_whose_kernel_reads_other_inputs_than_the_meta_function_builds_is_refused(real_tree: Path, run):

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpsgen.errors import Refused
-from mpsgen.newop import plan_new_op
-from mpsgen.practice import build_practice_tree
-from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.core.errors import Refused
+from mpsgen.plan.newop import plan_new_op
+from mpsgen.report.practice import build_practice_tree
+from mpsgen.spec.op import FunctorSource, OpSpec
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import scan_native_functions
 from tests.conftest import REAL, git_init, snapshot

@@ -92,7 +92,7 @@ def test_the_coverage_screen_the_docs_show_is_what_coverage_prints(real_tree: Pa
     torch 2.13's files, in docs/onboarding.md) is what the command prints at 80 columns."""
     from typer.testing import CliRunner
 
-    from mpsgen.cli import app
+    from mpsgen.cli.app import app
     from tests.conftest import only_on
     from tests.releases import INSTALLED
 

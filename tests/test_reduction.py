@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsgen.errors import Refused, SpecErrors
-from mpsgen.reduction import OwnOp, load_reduction_spec, parse_reduction_spec_text, shipped_reduction_spec
-from mpsgen.reduction_kernel import helper_problems, kernel_source, params_header, read_helpers, registrations, threadgroup_size
-from mpsgen.resources import resource_dir
+from mpsgen.core.errors import Refused, SpecErrors
+from mpsgen.spec.reduction import OwnOp, load_reduction_spec, parse_reduction_spec_text, shipped_reduction_spec
+from mpsgen.codegen.reduction import helper_problems, kernel_source, params_header, read_helpers, registrations, threadgroup_size
+from mpsgen.core.resources import resource_dir
 
 SPECS = resource_dir("specs") / "reductions"
 PROD = (SPECS / "prod.yaml").read_text()
@@ -144,7 +144,7 @@ def test_threads_per_threadgroup(n, limit, threads):
 
 
 def test_the_host_function_reads_the_reduction_iterator():
-    from mpsgen.reduction_kernel import host_text
+    from mpsgen.codegen.reduction import host_text
 
     prod = host_text(load_reduction_spec(SPECS / "prod.yaml"))
     assert prod.startswith("namespace mps {\n") and prod.endswith("REGISTER_DISPATCH(prod_stub, &mps::prod_mps_kernel);")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.reduction import reduction_evidence
+from mpsgen.spec.reduction import reduction_evidence
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from mpsgen.errors import Refused
-from mpsgen.reduction_migrate import _drop_from_complex_set, routed_pairs
+from mpsgen.core.errors import Refused
+from mpsgen.plan.reduction import _drop_from_complex_set, routed_pairs
 
 SAME = {(t, t) for t in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")}
 YAML = "aten/src/ATen/native/native_functions.yaml"
@@ -124,7 +124,7 @@ static Tensor& other_out(Tensor& result, const Tensor& self) {{
     ],
 )
 def test_mps_joins_the_device_check_before_the_stub(condition, becomes):
-    from mpsgen.reduction_migrate import device_check_edit
+    from mpsgen.plan.reduction import device_check_edit
 
     text = _CHECKED.format(condition=condition)
     new, notes = device_check_edit(text, "the_stub")
@@ -137,7 +137,7 @@ def test_mps_joins_the_device_check_before_the_stub(condition, becomes):
 
 
 def test_a_device_check_of_another_form_is_refused_with_its_line():
-    from mpsgen.reduction_migrate import device_check_edit
+    from mpsgen.plan.reduction import device_check_edit
 
     text = _CHECKED.format(condition="self.device().type() == DeviceType::CPU || self.device().type() == DeviceType::CUDA")
     with pytest.raises(Refused, match=r"ReduceOps.cpp:2 checks the device before the_stub"):

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from mpsgen.errors import Refused
-from mpsgen.reduction import load_reduction_spec
-from mpsgen.reduction_kernel import kernel_source, read_helpers
-from mpsgen.reduction_trial import SHAPES, Shape, for_model, run_reduction_trial
-from mpsgen.resources import resource_dir
+from mpsgen.core.errors import Refused
+from mpsgen.spec.reduction import load_reduction_spec
+from mpsgen.codegen.reduction import kernel_source, read_helpers
+from mpsgen.shim.reduction_trial import SHAPES, Shape, for_model, run_reduction_trial
+from mpsgen.core.resources import resource_dir
 
 SPECS = resource_dir("specs") / "reductions"
 
@@ -93,8 +93,8 @@ PROD_MUTANTS = [
 @pytest.mark.parametrize("why,old,new", PROD_MUTANTS, ids=[m[0][:40] for m in PROD_MUTANTS])
 def test_a_prod_mutant_fails(why, old, new):
     spec = replace(load_reduction_spec(SPECS / "prod.yaml"), dtypes=PROD_PAIRS)
-    from mpsgen.reduction_trial import installed_header
-    from mpsgen.trial import import_torch
+    from mpsgen.shim.reduction_trial import installed_header
+    from mpsgen.shim.trial import import_torch
 
     text = kernel_source(spec, read_helpers(installed_header(import_torch()).read_text()))
     assert old in text, why
@@ -104,8 +104,8 @@ def test_a_prod_mutant_fails(why, old, new):
 
 def test_padding_threads_that_return_before_the_barrier_are_reported():
     spec = replace(load_reduction_spec(SPECS / "prod.yaml"), dtypes=(("float", "float"),))
-    from mpsgen.reduction_trial import installed_header
-    from mpsgen.trial import import_torch
+    from mpsgen.shim.reduction_trial import installed_header
+    from mpsgen.shim.trial import import_torch
 
     text = kernel_source(spec, read_helpers(installed_header(import_torch()).read_text()))
     old = "  acc = Op::simd_reduce(acc);\n  threadgroup"
@@ -125,8 +125,8 @@ VAR_MUTANTS = [
 @pytest.mark.parametrize("why,old,new", VAR_MUTANTS, ids=[m[0][:40] for m in VAR_MUTANTS])
 def test_a_var_mutant_fails(why, old, new):
     spec = replace(load_reduction_spec(SPECS / "std_var.yaml"), dtypes=(("float", "float"),))
-    from mpsgen.reduction_trial import installed_header
-    from mpsgen.trial import import_torch
+    from mpsgen.shim.reduction_trial import installed_header
+    from mpsgen.shim.trial import import_torch
 
     text = kernel_source(spec, read_helpers(installed_header(import_torch()).read_text()))
     assert old in text, why
@@ -163,7 +163,7 @@ def test_a_host_that_does_not_round_up_to_whole_simd_groups_fails_on_long(monkey
     """Threads per threadgroup = the reduced extent (no padding threads): the last SIMD-group is
     partial, and simd_prod<long> (shuffles over all 32 lanes) reads lanes that do not exist;
     float's native simd_product reduces the lanes that exist, and stays right."""
-    import mpsgen.reduction_trial as trial
+    import mpsgen.shim.reduction_trial as trial
 
     monkeypatch.setattr(trial, "threadgroup_size", lambda n, limit=1024: max(1, min(n, limit)))
     spec = replace(load_reduction_spec(SPECS / "prod.yaml"), dtypes=(("long", "long"), ("float", "float")))

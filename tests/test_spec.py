@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.errors import SpecErrors
-from mpsgen.resources import resource_dir
-from mpsgen.spec import load_spec, parse_spec_text
+from mpsgen.core.errors import SpecErrors
+from mpsgen.core.resources import resource_dir
+from mpsgen.spec.op import load_spec, parse_spec_text
 
 
 def problems(text: str) -> list[str]:
@@ -103,8 +103,8 @@ def test_cli_validate_reports_and_exits_2(tmp_path: Path, run):
 
 
 def test_bool_out_registers_every_input_type_with_a_bool_result():
-    from mpsgen.registrations import input_dtypes
-    from mpsgen.spec import OpSpec, check_dtype_groups
+    from mpsgen.spec.registrations import input_dtypes
+    from mpsgen.spec.op import OpSpec, check_dtype_groups
 
     spec = OpSpec(name="signbit", kind="unary", dtypes=("integer", "bool_out"))
     pairs = input_dtypes(spec)

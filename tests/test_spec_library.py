@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.resources import resource_dir
-from mpsgen.spec import load_spec
-from mpsgen.trial import run_trial
+from mpsgen.core.resources import resource_dir
+from mpsgen.spec.op import load_spec
+from mpsgen.shim.trial import run_trial
 from tests.conftest import only_on, snapshot, with_mps
 from tests.releases import INSTALLED
 
@@ -121,8 +121,8 @@ def test_the_library_passes_mpsgen_s_own_functor_lints(real_tree: Path, library:
     MPS010-MPS013 finding (NaN-dropping min/max, fast math, missing integer overload,
     registration no overload accepts)."""
     from mpsgen.check import run_check
-    from mpsgen.codegen import render_functor
-    from mpsgen.registrations import required_calls
+    from mpsgen.codegen.functor import render_functor
+    from mpsgen.spec.registrations import required_calls
     from mpsgen.tree import KERNELS_DIR, PytorchTree
 
     added: dict[str, list[str]] = {"UnaryKernel.metal": [], "BinaryKernel.metal": []}
@@ -151,7 +151,7 @@ def test_polynomial_degrees_try_leaves_out_give_what_the_spec_says(name: str):
 
     import torch
 
-    from mpsgen.trial import tensor_from_bytes, tensor_bytes, build, compiler
+    from mpsgen.shim.trial import tensor_from_bytes, tensor_bytes, build, compiler
 
     spec = load_spec(resource_dir("specs") / f"{name}.yaml")
     binary, _ = build(spec, [("float", "float")], compiler())

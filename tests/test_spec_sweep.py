@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mpsgen.cli import app
-from mpsgen.explain import explain_op
-from mpsgen.resources import resource_dir
-from mpsgen.spec import load_spec
+from mpsgen.cli.app import app
+from mpsgen.report.explain import explain_op
+from mpsgen.core.resources import resource_dir
+from mpsgen.spec.op import load_spec
 from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from tests.releases import INSTALLED, NEWER
 
@@ -370,7 +370,7 @@ def test_every_kernel_spec_goes_through_new_kernel(sweep_tree: Path, op: str):
 
 
 def load_spec_dtypes(op: str) -> tuple[str, ...]:
-    from mpsgen.kernelspec import load_kernel_spec
+    from mpsgen.spec.kernel import load_kernel_spec
 
     return load_kernel_spec(resource_dir("specs") / "kernels" / f"{op}.yaml").dtypes
 

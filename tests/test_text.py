@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpsgen.text import ELLIPSIS, shorten
+from mpsgen.core.text import ELLIPSIS, shorten
 
 CALL = "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps', dtypes=(torch.complex64,))"
 

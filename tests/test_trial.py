@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from mpsgen import trial
-from mpsgen.resources import resource_dir
+from mpsgen.shim import trial
+from mpsgen.core.resources import resource_dir
 
 
 def spec(tmp_path: Path, body: str, name: str = "heaviside", kind: str = "binary", dtypes: str = "[float, integer]") -> Path:

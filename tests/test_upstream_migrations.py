@@ -114,7 +114,7 @@ Tensor& conj_physical_out(const Tensor& self, Tensor& result) {
 
 @pytest.fixture
 def newer_tree(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
-    from mpsgen.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree
     from tests.releases import NEWER, release_sources
 
     sources, why = release_sources(NEWER)

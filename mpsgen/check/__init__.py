@@ -16,7 +16,7 @@ from mpsgen.check import rules as _rules  # noqa: F401  (rules: registers the ru
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts
-from mpsgen.errors import BadInput
+from mpsgen.core.errors import BadInput
 from mpsgen.tree import PytorchTree
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.walk import walk_files

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 
 from mpsgen.check.model import Finding
-from mpsgen.errors import BadInput
+from mpsgen.core.errors import BadInput
 from mpsgen.tree.source import read_bounded
 
 VERSION = 1

@@ -24,10 +24,10 @@ import subprocess
 from collections import Counter
 from typing import NamedTuple
 
-from mpsgen import child
+from mpsgen.core import child
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, Finding
-from mpsgen.errors import BadInput
+from mpsgen.core.errors import BadInput
 from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -8,7 +8,7 @@ import os
 from typing import NamedTuple
 
 from mpsgen.check.model import RULES
-from mpsgen.errors import BadInput, Location
+from mpsgen.core.errors import BadInput, Location
 from mpsgen.tree.source import read_bounded
 
 CONFIG_KEYS = ("select", "ignore", "baseline", "strict", "fail_on")

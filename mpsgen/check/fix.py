@@ -5,7 +5,7 @@
 - MPS009 (stale xfail): ``edits.common_mps.remove_op_entries`` takes out the entry, with its
   comment; an entry whose reason is not a missing kernel (numerics, a crash) stays.
 
-Everything lands in one :class:`~mpsgen.changeset.Changeset`: previewed as a diff or
+Everything lands in one :class:`~mpsgen.patch.changeset.Changeset`: previewed as a diff or
 applied all-or-nothing. What cannot be fixed mechanically is said, not guessed at.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from mpsgen.changeset import Changeset
+from mpsgen.patch.changeset import Changeset
 from mpsgen.check.model import Finding
 from mpsgen.tree import PytorchTree
 

@@ -938,8 +938,8 @@ def interrupted_change(f: Facts) -> Iterator[Finding]:
         return
     from pathlib import Path
 
-    from mpsgen.errors import MpsgenError
-    from mpsgen.journal import Journal, live_writer, recover_command
+    from mpsgen.core.errors import MpsgenError
+    from mpsgen.patch.journal import Journal, live_writer, recover_command
 
     if live_writer(root) is not None:  # a write in progress: its journal is no interrupted change
         return

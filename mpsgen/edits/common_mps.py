@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from mpsgen.text import shorten
+from mpsgen.core.text import shorten
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.reasons import comment_above, is_unimplemented_reason
 from mpsgen.tree.source import parse_python

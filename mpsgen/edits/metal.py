@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.edits import backslashes_aligned, insert_lines, metal_statement, realign_backslashes
-from mpsgen.registrations import VEC2, RegistrationPlan
+from mpsgen.spec.registrations import VEC2, RegistrationPlan
 from mpsgen.tree.metal import MacroCall, MetalSource, scan_metal
 
 

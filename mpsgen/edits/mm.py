@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.edits import insert_lines
-from mpsgen.render import render
+from mpsgen.core.render import render
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
 

@@ -11,7 +11,7 @@ import re
 
 import yaml
 
-from mpsgen.errors import MpsgenError, Refused
+from mpsgen.core.errors import MpsgenError, Refused
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, scan_native_functions
 from mpsgen.tree.source import text_lines
 

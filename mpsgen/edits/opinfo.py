@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mpsgen.text import shorten
+from mpsgen.core.text import shorten
 from mpsgen.tree.opinfo import mps_decorators
 from mpsgen.tree.reasons import NUMERICS, comment_above, is_mpsgraph_failure, is_unimplemented_reason
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mpsgen.errors import Refused
+from mpsgen.core.errors import Refused
 
 
 def new_header(struct_text: str) -> str:

@@ -12,7 +12,7 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
-from mpsgen.errors import BadInput
+from mpsgen.core.errors import BadInput
 from mpsgen.tree.source import SourceFile, read_bounded
 from mpsgen.tree.walk import walk_files
 
@@ -40,7 +40,7 @@ DEFAULT_MM = {
 if TYPE_CHECKING:
     from pathlib import Path
 
-JOURNAL_NAME = "mpsgen-journal.json"  # mpsgen.journal: a change being applied
+JOURNAL_NAME = "mpsgen-journal.json"  # mpsgen.patch.journal: a change being applied
 
 
 def journal_path(root: str | os.PathLike) -> str:

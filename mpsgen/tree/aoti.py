@@ -8,7 +8,7 @@ each op of ``inductor_fallback_ops`` whose row :func:`aoti_backend` gives a back
 out row it delegates to, else a composite kernel) and whose schema it can write in C
 (:func:`shimmable`: ``gen_c_shim`` drops an op whose argument or return type raises
 NotImplementedError). ``mpsgen check`` (MPS014) compares that with the header; new-op looks
-here before it runs the tree's own torchgen (:mod:`mpsgen.aoti`).
+here before it runs the tree's own torchgen (:mod:`mpsgen.plan.aoti`).
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 _DEFINE = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(([^)]*)\))?((?:[^\n]*\\\n)*[^\n]*)")
 # in a reversed text: "(", blanks, and the (reversed) word before them
 _REVERSED_CALL = re.compile(r"\(\s*(\w+)")
-_REVERSED_RAW_CALL = re.compile(r"\([\s\\]*(\w+)")
-_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_NOT_IDENT_START = re.compile(r"^[^A-Za-z_]+")
+REVERSED_RAW_CALL = re.compile(r"\([\s\\]*(\w+)")
+IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+NOT_IDENT_START = re.compile(r"^[^A-Za-z_]+")
 _PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
 _PURE_PLACEHOLDER = re.compile(r"\x00(\d+)\x00\Z")
 MAX_EXPANSION_DEPTH = 8
@@ -204,8 +204,8 @@ def calls_a_macro(body: str, *known: dict) -> bool:
     "(" is a literal to search for)."""
     for w in _REVERSED_CALL.findall(body[::-1]):
         name = w[::-1]
-        if name[0] not in _IDENT_START:
-            name = _NOT_IDENT_START.sub("", name)
+        if name[0] not in IDENT_START:
+            name = NOT_IDENT_START.sub("", name)
         for k in known:
             if name in k:
                 return True
@@ -229,7 +229,7 @@ class Spans:
         return bool(self.starts)
 
 
-def _inside(spans: Spans, offset: int) -> bool:
+def inside_spans(spans: Spans, offset: int) -> bool:
     """Whether ``offset`` is in one of ``spans``."""
     if not spans.starts:
         return False
@@ -251,7 +251,7 @@ class Statement(NamedTuple):
     line: int
 
 
-def _statement_at(text: str, lines: Lines, name: str, open_pos: int, start: int) -> Statement | None:
+def statement_at(text: str, lines: Lines, name: str, open_pos: int, start: int) -> Statement | None:
     close = text.find(")", open_pos)
     if close < 0:
         return None
@@ -282,9 +282,9 @@ def find_statements(text: str, lines: Lines, names: Iterable[str], macro_spans: 
                 continue
             line_start = rfind("\n", 0, start) + 1
             if (line_start == start or not text[line_start:start].strip()) and not (
-                _inside(macro_spans, start) or lines.in_block_comment(start)
+                inside_spans(macro_spans, start) or lines.in_block_comment(start)
             ):
-                st = _statement_at(text, lines, name, paren, start)
+                st = statement_at(text, lines, name, paren, start)
                 if st:
                     out.append(st)
             start = find(name, paren + 1)
@@ -293,7 +293,7 @@ def find_statements(text: str, lines: Lines, names: Iterable[str], macro_spans: 
 
 
 # -- macro expansion ----------------------------------------------------------------------
-def _norm(macro: str) -> str:
+def registration_stem(macro: str) -> str:
     """The part of a registration macro's name its host names are made of."""
     return macro.replace("OPMATH_", "").rstrip("_")
 
@@ -423,7 +423,7 @@ class MacroTable:
         for some arguments (then every instance is a candidate duplicate)."""
         got = self._keys.get(name)
         if got is None:
-            calls = [(_norm(bm), bargs[0], list(bargs[1:])) for bm, bargs in self.base_calls(name, base) if bargs]
+            calls = [(registration_stem(bm), bargs[0], list(bargs[1:])) for bm, bargs in self.base_calls(name, base) if bargs]
             templates = [KeyTemplate(n, _getter(op), _tuple_getter(dts)) for n, op, dts in calls]
             got = self._keys[name] = (templates, _may_collide(calls))
         return got
@@ -512,7 +512,7 @@ class _Op(NamedTuple):
     op: str
 
 
-def _expand_ops(table: MacroTable, name: str, base: set[str], args: tuple[str, ...]) -> list[_Op]:
+def expand_ops(table: MacroTable, name: str, base: set[str], args: tuple[str, ...]) -> list[_Op]:
     return [_Op(substitute(bargs[0], args)) for _, bargs in table.base_calls(name, base) if bargs]
 
 
@@ -528,7 +528,7 @@ def _has_word(line: str, word: str) -> bool:
     return False
 
 
-def _body_line(text_lines: list[str], macros: dict[str, MacroDef], macro: str, op: str, depth: int = 0) -> int | None:
+def body_line(text_lines: list[str], macros: dict[str, MacroDef], macro: str, op: str, depth: int = 0) -> int | None:
     """1-based line, inside the definition of ``macro`` (or a file macro it uses), naming ``op``."""
     d = macros.get(macro)
     if d is None or depth > MAX_EXPANSION_DEPTH:
@@ -538,7 +538,7 @@ def _body_line(text_lines: list[str], macros: dict[str, MacroDef], macro: str, o
             return i + 1
     for inner, _ in parse_calls(d.body):
         if inner in macros and inner != macro:
-            found = _body_line(text_lines, macros, inner, op, depth + 1)
+            found = body_line(text_lines, macros, inner, op, depth + 1)
             if found:
                 return found
     return None

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from mpsgen.tree.clike import Lines, close_paren, MacroTable, ReversedPattern, Spans, _inside, define, find_statements, raw_defines, substitute
+from mpsgen.tree.clike import Lines, close_paren, MacroTable, ReversedPattern, Spans, inside_spans, define, find_statements, raw_defines, substitute
 from mpsgen.tree.source import split_args
 
 _REGISTER_DISPATCH = re.compile(r"REGISTER_DISPATCH[ \t]*\(")
@@ -113,7 +113,7 @@ def _function_definitions(text: str, path: str, lines: Lines, macro_spans: Spans
         ident_start = name_end - len(name)
         head = text[start:ident_start]
         # (a template return type may hold commas: `std::tuple<Tensor, Tensor> var_mean_mps(`)
-        if _NOT_A_DEFINITION.search(_TEMPLATE_ARGS.sub("<>", head)) or _inside(macro_spans, pos):
+        if _NOT_A_DEFINITION.search(_TEMPLATE_ARGS.sub("<>", head)) or inside_spans(macro_spans, pos):
             continue
         close = close_paren(text, m.end() - 1)
         if close < 0 or not _BODY_FOLLOWS.match(text, close + 1) or lines.commented(pos):
@@ -137,13 +137,13 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
                 line_start = rfind("\n", 0, start) + 1
                 if text[line_start:start].strip():
                     continue  # not at the start of its line
-            if (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
+            if (macro_spans and inside_spans(macro_spans, start)) or (comments and lines.in_block_comment(start)):
                 continue
             defs.append(new(Definition, (m.group(1), "impl_func", path, line(start), False, None)))
     defs += _function_definitions(text, path, lines, macro_spans)
     if "REGISTER_DISPATCH" in text:
         for m in _REGISTER_DISPATCH.finditer(text):
-            if not lines.at_line_start(m.start()) or _inside(macro_spans, m.start()) or lines.in_block_comment(m.start()):
+            if not lines.at_line_start(m.start()) or inside_spans(macro_spans, m.start()) or lines.in_block_comment(m.start()):
                 continue
             close = close_paren(text, m.end() - 1)
             args = split_args(text[m.end() : close]) if close > 0 else []
@@ -151,7 +151,7 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
                 hf.dispatches.append(Dispatch(args[0], args[1].lstrip("&").strip(), path, lines.line(m.start())))
     if "_kernel" in text:
         for m in _EXEC.finditer(text):
-            if lines.commented(m.start()) or _inside(macro_spans, m.start()):
+            if lines.commented(m.start()) or inside_spans(macro_spans, m.start()):
                 continue
             hf.uses.append(KernelUse(m.group(1), m.group(2), path, lines.line(m.start()), _enclosing_kernel_function(text, m.start())))
     function_macros = list(macros)

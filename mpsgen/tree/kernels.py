@@ -15,17 +15,17 @@ from collections.abc import Iterable
 
 from typing import NamedTuple
 from mpsgen.tree.clike import (
-    _IDENT_START,
-    _NOT_IDENT_START,
-    _REVERSED_RAW_CALL,
+    IDENT_START,
+    NOT_IDENT_START,
+    REVERSED_RAW_CALL,
     Lines,
     MacroTable,
     RawDefine,
-    _body_line,
-    _expand_ops,
-    _inside,
-    _norm,
-    _statement_at,
+    body_line,
+    expand_ops,
+    inside_spans,
+    registration_stem,
+    statement_at,
     calls_a_macro,
     define,
     fast_split_args,
@@ -40,7 +40,7 @@ from mpsgen.tree.functors import FunctorStruct, scan_functors
 
 _INCLUDE = re.compile(r'#[ \t]*include[ \t]*[<"]([^>"]+)[>"]')
 # searched in "\n" + text (a literal first: C speed); group 3 is the argument list when it
-# holds no parenthesis (the common case, else _statement_at walks it)
+# holds no parenthesis (the common case, else statement_at walks it)
 _UPPER_CALL0 = re.compile(r"\n([A-Z_][A-Z0-9_]*)[ \t]*(\()(?:([^()]*)\))?")
 # the same, for a file whose own uppercase macros cannot register: only REGISTER_* can
 _REGISTER_CALL0 = re.compile(r"\n(REGISTER_[A-Z0-9_]*)[ \t]*(\()(?:([^()]*)\))?")
@@ -66,7 +66,7 @@ class Registration(NamedTuple):
     @property
     def key(self) -> tuple[str, str, tuple[str, ...]]:
         """What the host name is made of: the same key twice is a duplicate symbol."""
-        return (_norm(self.macro), self.op, self.dtypes)
+        return (registration_stem(self.macro), self.op, self.dtypes)
 
     @property
     def torch_input_dtype(self) -> str | None:
@@ -170,10 +170,10 @@ class MetalFile:
         raw = "\n".join(d.raw for d in self.own_raw.values())
         if "/*" in raw or "//" in raw or "##" in raw or "_functor" in raw:
             return False
-        for w in set(_REVERSED_RAW_CALL.findall(raw[::-1])):  # each word once (bodies repeat them)
+        for w in set(REVERSED_RAW_CALL.findall(raw[::-1])):  # each word once (bodies repeat them)
             name = w[::-1]
-            if name[0] not in _IDENT_START:
-                name = _NOT_IDENT_START.sub("", name)
+            if name[0] not in IDENT_START:
+                name = NOT_IDENT_START.sub("", name)
             if name in self.own_raw or name in self._ctx.macros:
                 return False
         for name in self.own_raw:
@@ -208,7 +208,7 @@ class MetalFile:
             if "\x00" not in bargs[0]:  # a bulk macro listing the op in its body
                 if (st.macro, op) not in self._body_lines:
                     self._split = self._split or self.text.split("\n")
-                    self._body_lines[(st.macro, op)] = _body_line(self._split, self.own, st.macro, op)
+                    self._body_lines[(st.macro, op)] = body_line(self._split, self.own, st.macro, op)
                 line = self._body_lines[(st.macro, op)] or st.line
             out.append(Registration(bm, op, tuple(substitute(a, st.args) for a in bargs[1:]), self.path, line, st.line, via=st.macro))
         return out
@@ -234,7 +234,7 @@ class MetalFile:
     def _keys(self, i: int) -> list[tuple]:
         st = self.statements[i]
         if not st.bulk:
-            return [(_norm(st.macro), st.args[0], st.args[1:])]
+            return [(registration_stem(st.macro), st.args[0], st.args[1:])]
         templates, _ = self.table.key_templates(st.macro, self.base)
         args = st.args
         try:
@@ -312,7 +312,7 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
         for m in _FUNCTOR.finditer(text):
             start = lines.line_start(m.start())
             fm = _FUNCTOR_LINE.match(text, start)
-            if fm and fm.end() == m.end() and not _inside(macro_spans, start) and not lines.commented(start):
+            if fm and fm.end() == m.end() and not inside_spans(macro_spans, start) and not lines.commented(start):
                 functors.setdefault(fm.group(1) or fm.group(2), lines.line(start))
     comments = bool(lines.comments)
     # statements of the file's own macros count only if such a macro can register (or
@@ -337,15 +337,15 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
         elif not name.startswith("REGISTER_"):
             continue
         start = m.start()  # in text: the statement starts its line
-        if (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
+        if (macro_spans and inside_spans(macro_spans, start)) or (comments and lines.in_block_comment(start)):
             continue
         arglist = m.group(3)
         if arglist is None:  # parentheses inside, or none closing
-            st = _statement_at(text, lines, name, m.start(2) - 1, start)
+            st = statement_at(text, lines, name, m.start(2) - 1, start)
             if st is None:
                 continue
             args, line = st.args, st.line
-        else:  # what _statement_at does, inline
+        else:  # what statement_at does, inline
             close = m.end() - 2
             rest = text[close + 1 : close + 41].lstrip(" \t")
             if rest and not rest.startswith((";", "\n", "//", "\r")):
@@ -366,7 +366,7 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
                 try:
                     ops = tuple(dict.fromkeys(g if type(g) is str else g(args) for g in getters))
                 except IndexError:
-                    ops = tuple(dict.fromkeys(r.op for r in _expand_ops(table, name, base, args)))
+                    ops = tuple(dict.fromkeys(r.op for r in expand_ops(table, name, base, args)))
             else:
                 ops = tuple(getters)
             mf.add(new(RegStatement, (name, args, line, True, ops)))
@@ -382,9 +382,9 @@ def scan_kernel_file(path: str, text: str, ctx: MetalContext, memo: dict, needs_
         for m in ctx.functor_calls.finditer("\n" + text):
             name = m.group(1)
             start = m.start()
-            if name in own or (macro_spans and _inside(macro_spans, start)) or (comments and lines.in_block_comment(start)):
+            if name in own or (macro_spans and inside_spans(macro_spans, start)) or (comments and lines.in_block_comment(start)):
                 continue
-            st = _statement_at(text, lines, name, m.start(2) - 1, start)
+            st = statement_at(text, lines, name, m.start(2) - 1, start)
             if st is None or not st.args:
                 continue
             for (fn,) in mf.table.findall(name, _FUNCTOR_ANY):

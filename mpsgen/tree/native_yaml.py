@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from mpsgen.errors import BadInput, Location
-from mpsgen.text import shorten
+from mpsgen.core.errors import BadInput, Location
+from mpsgen.core.text import shorten
 from mpsgen.tree.source import SourceFile
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-_ARG_SPLIT = re.compile(r",\s*(?![^\[]*\])")
+ARG_SPLIT = re.compile(r",\s*(?![^\[]*\])")
 
 # a Scalar-like parameter of an elementwise op (torch passes it to the stub as a Scalar/double)
 _SCALAR_LIKE = {"Scalar", "Scalar?", "float", "float?", "int", "int?", "bool"}
@@ -19,11 +19,11 @@ KIND_SHAPES = {
     "unary_params": "one tensor input and two or more Scalar, float, float? or bool arguments",
     "binary_params": "two tensor inputs and two or more Scalar, float, float? or bool arguments",
 }
-# what a params kind's struct can hold (mpsgen.spec.PARAM_TYPES), by schema type
+# what a params kind's struct can hold (mpsgen.spec.op.PARAM_TYPES), by schema type
 PARAM_SCHEMA_TYPES = {"Scalar": "scalar", "float": "float", "float?": "optional_float", "bool": "bool"}
 
 
-def _split(func: str) -> tuple[str, str]:
+def split_schema(func: str) -> tuple[str, str]:
     """(argument list, return part) of a schema."""
     depth, end = 0, -1
     for i, c in enumerate(func):  # the return arrow, outside the brackets (`Tensor(a -> *)` is an alias set)
@@ -40,10 +40,10 @@ def _split(func: str) -> tuple[str, str]:
 def schema_args(func: str) -> list[tuple[str, str]]:
     """(type, name) of a schema's inputs: keyword-only ``Tensor(a!)`` out arguments are left
     out, an in-place ``Tensor(a!) self`` counts as a plain ``Tensor``."""
-    inner, _ = _split(func)
+    inner, _ = split_schema(func)
     out = []
     keyword_only = False
-    for raw in _ARG_SPLIT.split(inner):
+    for raw in ARG_SPLIT.split(inner):
         raw = raw.strip()
         if raw == "*":
             keyword_only = True
@@ -62,11 +62,11 @@ def schema_args(func: str) -> list[tuple[str, str]]:
 
 def output_count(func: str) -> int:
     """How many tensors the schema returns (``-> (Tensor(a!) mantissa, Tensor(b!) exponent)``: 2)."""
-    _, ret = _split(func)
+    _, ret = split_schema(func)
     ret = ret.strip().strip("()")
     if not ret:
         return 0
-    return sum(1 for part in _ARG_SPLIT.split(ret) if part.strip().startswith("Tensor") and "[]" not in part)
+    return sum(1 for part in ARG_SPLIT.split(ret) if part.strip().startswith("Tensor") and "[]" not in part)
 
 
 def guess_kind(func: str) -> str:

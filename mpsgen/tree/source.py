@@ -12,7 +12,7 @@ import os
 import re
 import stat as stat_mod
 
-from mpsgen.errors import BadInput, Location
+from mpsgen.core.errors import BadInput, Location
 from typing import NamedTuple
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.practice import build_practice_tree
+from mpsgen.report.practice import build_practice_tree
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
 from mpsgen.tree.native_yaml import scan_native_functions
 from tests.releases import INSTALLED, sources_as_of
@@ -122,5 +122,5 @@ def check_in_fresh_process(then: str, *args: str):
     import sys
 
     repo = str(Path(__file__).resolve().parents[2])
-    code = "import sys; sys.path.insert(0, sys.argv[1])\nfrom mpsgen.cli_check import main\ncode = main(['--root', *sys.argv[2:]])\n" + then
+    code = "import sys; sys.path.insert(0, sys.argv[1])\nfrom mpsgen.cli.check import main\ncode = main(['--root', *sys.argv[2:]])\n" + then
     return subprocess.run([sys.executable, "-S", "-c", code, repo, *args], capture_output=True, text=True)

@@ -144,7 +144,7 @@ def test_check_imports_only_what_it_needs(check_tree):
     preloads a module."""
     from tests.check.conftest import check_in_fresh_process
 
-    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli", "mpsgen.tree.native_yaml"}
+    unwanted = {"typer", "rich", "jinja2", "yaml", "libcst", "ruamel", "pydantic", "click", "dataclasses", "mpsgen.cli.app", "mpsgen.tree.native_yaml"}
     unwanted |= {"pathlib", "urllib.parse", "ipaddress"}
     mm = str(check_tree / "aten/src/ATen/native/mps/operations/UnaryKernel.mm")
     for args in ([str(check_tree)], [str(check_tree), mm, str(check_tree / "aten/src/ATen/native/mps")]):
@@ -161,7 +161,7 @@ def test_main_hands_its_results_to_keep(check_tree):
     import os
 
     from mpsgen.check import CheckResult
-    from mpsgen.cli_check import main
+    from mpsgen.cli.check import main
 
     kept: list = []
     assert main(["--root", str(check_tree), "--format", "json"], keep=kept) == 0

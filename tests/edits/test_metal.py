@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from mpsgen.edits.metal import MetalAddition, add_op
-from mpsgen.codegen import render_functor
-from mpsgen.practice import PRACTICE_TREE
-from mpsgen.registrations import plan_registrations
-from mpsgen.spec import FunctorSource, OpSpec
+from mpsgen.codegen.functor import render_functor
+from mpsgen.report.practice import PRACTICE_TREE
+from mpsgen.spec.registrations import plan_registrations
+from mpsgen.spec.op import FunctorSource, OpSpec
 from mpsgen.tree.metal import scan_metal
 from tests.golden import assert_golden
 
@@ -116,7 +116,7 @@ def test_only_macros_the_tree_defines_are_emitted():
 def test_a_base_macro_missing_from_indexing_h_is_refused():
     import pytest
 
-    from mpsgen.errors import Refused
+    from mpsgen.core.errors import Refused
 
     text = (KERNELS / "BinaryKernel.metal").read_text()
     spec = OpSpec("atan2", "binary", FunctorSource(expr="a"), ("opmath",))

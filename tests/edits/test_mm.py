@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpsgen.edits.mm import KernelAddition, add_kernel, render_kernel_function
-from mpsgen.practice import PRACTICE_TREE
+from mpsgen.report.practice import PRACTICE_TREE
 from mpsgen.tree.mm import scan_mm
 from tests.golden import assert_golden
 

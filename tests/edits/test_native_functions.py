@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from mpsgen.edits.native_functions import add_mps_to_rows, migrate_rows
-from mpsgen.errors import Refused
+from mpsgen.core.errors import Refused
 from mpsgen.tree import NATIVE_FUNCTIONS
 from tests.conftest import shared_dispatch
 

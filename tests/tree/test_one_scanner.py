@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.practice import PRACTICE_TREE
+from mpsgen.report.practice import PRACTICE_TREE
 from mpsgen.tree.clike import Lines, scan_defines
 from mpsgen.tree.host import scan_host
 from mpsgen.tree.metal import scan_metal
@@ -187,9 +187,9 @@ def test_macro_instances_are_found_as_the_regex_per_name_found_them():
                 line_start = text.rfind("\n", 0, start) + 1
                 if line_start != start and text[line_start:start].strip():
                     continue
-                if clike._inside(spans, start) or lines.in_block_comment(start):
+                if clike.inside_spans(spans, start) or lines.in_block_comment(start):
                     continue
-                st_ = clike._statement_at(text, lines, name, m.end() - 1, start)
+                st_ = clike.statement_at(text, lines, name, m.end() - 1, start)
                 if st_:
                     out.append(st_)
         return sorted(out, key=lambda s: s.line)

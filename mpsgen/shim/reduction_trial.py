@@ -1,0 +1,448 @@
+"""``mpsgen try`` of a reduction spec: the generated kernel, compiled with the tree's
+``c10/metal/reduction_utils.h`` against mpsgen's model of Metal (``templates/try/metal_shim.h``)
+and of a threadgroup (``templates/try/metal_threads.h``: one fiber per thread, barriers that
+really wait, SIMD-group functions over the active lanes, garbage in threadgroup memory and in
+lanes that take no part), run one threadgroup per output element as the host dispatches it,
+and compared with torch's CPU op.
+
+The host's part is modelled in Python: the params (sizes, strides in elements, the reduced
+extent; a size-1 dim's stride 0), the threads per threadgroup
+(:func:`mpsgen.codegen.reduction.threadgroup_size`) and the fill of an empty reduction (the
+shared CPU path fills it and never calls the stub).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import struct
+import subprocess
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.core import child
+from mpsgen.core.errors import BadInput, Refused
+from mpsgen.spec.reduction import REDUCTION_DTYPES, ReductionSpec
+from mpsgen.codegen.reduction import kernel_source, params_header, read_helpers, threadgroup_size
+from mpsgen.core.resources import resource_dir
+from mpsgen.shim.toolchain import cache_dir, compile_program, compiler
+from mpsgen.shim.trial import import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
+
+TIME_LIMIT = 60.0  # seconds for one dtype's cases
+# Metal type -> (C++ type the kernel is instantiated with, the type torch stores it as)
+_CXX = {
+    "float": ("float", "float"), "half": ("half", "uint16_t"), "bfloat": ("bfloat", "uint16_t"),
+    "long": ("long", "int64_t"), "int": ("int", "int32_t"), "short": ("short", "int16_t"),
+    "char": ("signed char", "int8_t"), "uchar": ("uchar", "uint8_t"), "bool": ("bool", "uint8_t"),
+}
+_TG_ARRAY = re.compile(r"^(\s*)threadgroup\s+(.+?)\s+(\w+)\s*\[([^\]]+)\];", re.M)
+_INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.M)
+# (rtol, atol) of the output dtype, before the allowance for the reduction's length
+_TOLERANCE = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
+
+
+@dataclass
+class ReductionCase:
+    pair: str  # "half->float"
+    what: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class ReductionTrial:
+    spec: ReductionSpec
+    header: str  # the reduction_utils.h the kernel was built with
+    cases: list[ReductionCase] = field(default_factory=list)
+    cached: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[ReductionCase]:
+        return [c for c in self.cases if not c.ok]
+
+
+def installed_header(torch) -> Path:
+    """The installed torch's ``c10/metal/reduction_utils.h`` (try's tree of the day)."""
+    path = Path(torch.__file__).parent / "include" / "c10" / "metal" / "reduction_utils.h"
+    if not path.is_file():
+        raise BadInput(f"torch {torch.__version__} ships no {path}; mpsgen try needs the tree's reduction helpers.")
+    return path
+
+
+def for_model(metal: str) -> str:
+    """Metal source as the CPU model compiles it: ``threadgroup T name[N];`` declarations become
+    storage the threadgroup's threads share, and ``#include`` lines go (the model provides them)."""
+    metal = _INCLUDE.sub("", metal)
+    return _TG_ARRAY.sub(lambda m: f"{m.group(1)}MPSGEN_TG_ARRAY({m.group(3)}, {m.group(4)}, {m.group(2)});", metal)
+
+
+def driver_source(spec: ReductionSpec, helpers_text: str, kernel: str) -> str:
+    nout = len(spec.outputs)
+    fill = "".join(
+        f"    for (int d = 0; d < p.ndim; ++d) p.{a}[d] = (uint32_t)rd();\n"
+        for a in ("input_sizes", "input_strides", "output_sizes", "output_strides") + (("output1_strides",) if nout > 1 else ())
+    )
+    if nout > 1:
+        fill += "    p.noutputs = (uint32_t)rd();\n"
+    for prm in spec.params:
+        fill += f"    p.{prm.name} = ({prm.metal_type})rdf();\n"
+    outs = ", ".join(f"out{k}.get()" for k in range(nout))
+    cases = "".join(
+        f"  if (which == {i}) return run<{_CXX[ti][0]}, {_CXX[ti][1]}, {_CXX[to][0]}, {_CXX[to][1]}>();  // {ti} -> {to}\n"
+        for i, (ti, to) in enumerate(spec.dtypes)
+    )
+    return f"""#include "metal_shim.h"
+#include "metal_threads.h"
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <vector>
+#define device
+#define constant
+#define thread
+using namespace metal;
+using namespace c10::metal;
+
+// ---- the tree's c10/metal/reduction_utils.h (its #include lines dropped)
+{for_model(helpers_text)}
+
+// ---- the params header and the kernel as mpsgen writes them
+{params_header(spec)}
+
+{for_model(kernel)}
+
+// ---- the host, as the generated host function dispatches the kernel
+static bool read_all(void* p, size_t n) {{ return std::fread(p, 1, n, stdin) == n; }}
+static int64_t rd() {{ int64_t v; if (!read_all(&v, 8)) std::exit(4); return v; }}
+static double rdf() {{ double v; if (!read_all(&v, 8)) std::exit(4); return v; }}
+template <typename T, typename S> static T load(S s) {{ if constexpr (std::is_same<T, half>::value || std::is_same<T, bfloat>::value) return T::from_bits(s); else return static_cast<T>(s); }}
+template <typename S, typename T> static S store(T t) {{ if constexpr (std::is_same<T, half>::value || std::is_same<T, bfloat>::value) return t.bits; else return static_cast<S>(t); }}
+
+template <typename TI, typename SI, typename TO, typename SO>
+static int run() {{
+  int64_t ncases = rd();
+  for (int64_t c = 0; c < ncases; ++c) {{
+    {spec.params_struct}<> p{{}};
+    p.ndim = (uint32_t)rd();
+{fill}    p.reduction_size = (uint32_t)rd();
+    int64_t groups = rd(), out_len = rd(), tptg = rd(), seed = rd(), count = rd(), offset = rd();
+    std::vector<SI> raw(count);
+    if (count && !read_all(raw.data(), count * sizeof(SI))) return 4;
+    std::unique_ptr<TI[]> in(new TI[count + 1]);  // (not std::vector: vector<bool> has no data())
+    for (int64_t i = 0; i < count; ++i) in[i] = load<TI, SI>(raw[i]);
+{"".join(f"    std::unique_ptr<TO[]> out{k}(new TO[out_len + 1]); mpsgen_threads::garbage(out{k}.get(), out_len * sizeof(TO));{chr(10)}" for k in range(nout))}    for (int64_t g = 0; g < groups; ++g) {{
+      bool ok = mpsgen_threads::run_threadgroup((unsigned)tptg, (uint64_t)(seed * 7919 + g), [&](unsigned tid) {{
+        {spec.kernel_function}<TI, TO>(in.get() + offset, {outs}, p, tid, (uint)tptg, (uint)g, tid % 32, tid / 32);
+      }});
+      if (!ok) {{ std::fprintf(stderr, "%s\\n", mpsgen_threads::M.error); return 5; }}
+    }}
+{"".join(f"    for (int64_t i = 0; i < out_len; ++i) {{ SO s = store<SO, TO>(out{k}[i]); std::fwrite(&s, sizeof(SO), 1, stdout); }}{chr(10)}" for k in range(nout))}  }}
+  return 0;
+}}
+
+int main(int argc, char** argv) {{
+  if (argc < 2) return 2;
+  int which = std::atoi(argv[1]);
+{cases}  return 3;
+}}
+"""
+
+
+def _shim(name: str) -> str:
+    return (resource_dir("templates") / "try" / name).read_text(encoding="utf-8")
+
+
+def build(spec: ReductionSpec, helpers_text: str, kernel: str, cxx: str) -> tuple[Path, bool]:
+    """The compiled program (cached by content) and whether it came from the cache."""
+    source = driver_source(spec, helpers_text, kernel)
+    shims = {n: _shim(n) for n in ("metal_shim.h", "metal_threads.h")}
+    key = hashlib.sha256("\0".join((source, *shims.values(), cxx)).encode()).hexdigest()[:24]
+    cache = cache_dir("try")
+    binary = cache / f"reduction-{spec.kernel}-{key}"
+    if binary.is_file():
+        return binary, True
+    work = cache / f"reduction-{spec.kernel}-{key}.src"
+    work.mkdir(parents=True, exist_ok=True)
+    for n, text in shims.items():
+        (work / n).write_text(text, encoding="utf-8")
+    (work / "driver.cpp").write_text(source, encoding="utf-8")
+    tmp = cache / f".reduction-{spec.kernel}-{key}.tmp"
+    # -fwrapv: Metal's integers wrap on overflow (C++'s signed overflow is undefined); the
+    # compiler runs as try's do (its own process group, bounded; a timeout remembered)
+    proc = compile_program(
+        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(tmp), "driver.cpp"], binary,
+        f"the {spec.stub} reduction kernel", spec.source or spec.stub, cwd=work,
+    )
+    if proc.returncode != 0:
+        errors = [ln for ln in proc.stderr.splitlines() if "error" in ln][:3]
+        raise BadInput(
+            f"{spec.source or spec.stub}: the reduction kernel does not compile against mpsgen's Metal model "
+            f"({work / 'driver.cpp'}): " + " / ".join(errors or proc.stderr.strip().splitlines()[-3:]) + "."
+        )
+    tmp.replace(binary)
+    return binary, False
+
+
+# ---------------------------------------------------------------------------------------------
+# the cases
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An input (sizes; how it is laid out), the dims reduced (None: all), keepdim, the
+    values drawn, and the host's threadgroup limit."""
+
+    sizes: tuple[int, ...]
+    dims: tuple[int, ...] | None
+    layout: str = "contiguous"  # contiguous, transposed, sliced, offset
+    values: str = "random"  # random, edges, near1
+    keepdim: bool = False
+    limit: int = 1024
+    out_layout: str = "contiguous"  # or "transposed", "sliced": an out= tensor of other strides
+
+    def label(self) -> str:
+        dims = "all" if self.dims is None else ",".join(map(str, self.dims))
+        extra = f", keepdim" if self.keepdim else ""
+        extra += f", {self.limit} threads per threadgroup at most" if self.limit != 1024 else ""
+        extra += f", {self.out_layout} output" if self.out_layout != "contiguous" else ""
+        return f"{self.sizes} {self.layout} dims={dims} {self.values}{extra}"
+
+
+SHAPES = (
+    Shape((5, 7), None),
+    Shape((5, 7), (0,)),
+    Shape((5, 7), (1,), keepdim=True),
+    Shape((4, 3, 5), (1,), out_layout="transposed"),
+    Shape((6, 5, 3), (2,), layout="transposed", out_layout="sliced"),
+    Shape((3, 4, 5), (0, 2)),
+    Shape((3, 4, 5), (1, 2), keepdim=True),
+    Shape((6, 5), (1,), layout="transposed"),
+    Shape((6, 5), (0,), layout="sliced"),
+    Shape((4, 9), (1,), layout="offset"),
+    Shape((4, 0), (1,)),
+    Shape((0, 3), (1,)),
+    Shape((1, 6, 1), (1,)),
+    Shape((3, 1), (1,)),
+    Shape((5, 7), None, values="edges"),
+    Shape((4, 40), (1,), values="edges"),
+    Shape((3, 300), (1,), values="near1", limit=64),
+    Shape((2, 2500), (1,), values="near1"),
+)
+
+
+def _values(torch, sizes, dtype, kind: str, gen):
+    if dtype == torch.bool:
+        return torch.rand(sizes, generator=gen) < (0.9 if kind != "edges" else 0.5)
+    if dtype.is_floating_point:
+        if kind == "near1":
+            return (1 + 0.01 * torch.randn(sizes, generator=gen)).to(dtype)
+        if kind == "edges":
+            pool = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, float("nan"), float("inf"), -float("inf"), 1e30])
+            return pool[torch.randint(0, len(pool), sizes, generator=gen)].to(dtype)
+        return torch.randn(sizes, generator=gen).to(dtype)
+    info = torch.iinfo(dtype)
+    if kind == "edges":
+        pool = torch.tensor([1, 2, 7, info.max, info.min, info.max - 1, 0] + ([-1, -3] if info.min < 0 else []))
+        return pool[torch.randint(0, len(pool), sizes, generator=gen)].to(dtype)
+    if kind == "near1":  # odd factors: a long product wraps but never reaches 0 (mod 2^64)
+        v = torch.randint(0, 5, sizes, generator=gen) * 2 + 1
+        sign = torch.where(torch.rand(sizes, generator=gen) < 0.5, -1, 1) if info.min < 0 else 1
+        return (v * sign).to(dtype)
+    low = 1 if info.min == 0 else -9
+    v = torch.randint(low, 10, sizes, generator=gen)
+    return torch.where(v == 0, torch.ones_like(v), v).to(dtype)  # (a zero would hide an overflow)
+
+
+def _laid_out(torch, shape: Shape, dtype, gen):
+    s = shape.sizes
+    if shape.layout == "transposed":
+        return _values(torch, (*s[:-2], s[-1], s[-2]), dtype, shape.values, gen).transpose(-1, -2)
+    if shape.layout == "sliced":
+        return _values(torch, (s[0] * 2, s[1] + 1, *s[2:]), dtype, shape.values, gen)[::2, 1:]
+    if shape.layout == "offset":
+        return _values(torch, (math.prod(s) + 3,), dtype, shape.values, gen)[3:].view(s)
+    return _values(torch, s, dtype, shape.values, gen)
+
+
+def _reference(torch, spec: ReductionSpec, call, x, dims: tuple[int, ...], keepdim: bool, out_dtype):
+    """torch's CPU result(s), in the keepdim shape; several dims of a one-dim op are reduced as
+    one flattened dim (the reduction the stub sees)."""
+    fn = getattr(torch, call.call)
+    kwargs = dict(call.kwargs)
+    if out_dtype != x.dtype and out_dtype.is_floating_point:
+        kwargs["dtype"] = out_dtype
+    every = tuple(range(x.dim()))
+    if call.dims == "one":
+        if dims == every:
+            result = fn(x, **kwargs)
+        elif len(dims) == 1:
+            result = fn(x, dims[0], keepdim=keepdim, **kwargs)
+        else:
+            kept = [d for d in every if d not in dims]
+            flat = x.permute(*kept, *dims).reshape(*[x.shape[d] for d in kept], -1)
+            result = fn(flat, -1, **kwargs)
+    else:
+        result = fn(x, dim=list(dims), keepdim=keepdim, **kwargs)
+    results = list(result) if isinstance(result, tuple) else [result]
+    shape = [1 if d in dims else n for d, n in enumerate(x.shape)]
+    return [r.reshape(shape) for r in results]
+
+
+def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, header: Path | None = None,
+                        shapes: tuple[Shape, ...] = SHAPES, pairs: set[tuple[str, str]] | None = None, seed: int = 0) -> ReductionTrial:
+    """Run the spec's kernel (or ``kernel``, a variant of its text) on every case of each
+    registered (input, output) pair and each ``try`` call, against torch's CPU op."""
+    torch = import_torch()
+    cxx = compiler()
+    if torch is None or cxx is None:
+        raise missing_requirements(torch is not None, cxx)
+    header = header or installed_header(torch)
+    helpers_text = header.read_text(encoding="utf-8")
+    if kernel is None:
+        kernel = kernel_source(spec, read_helpers(helpers_text), str(header))
+    binary, cached = build(spec, helpers_text, kernel, cxx)
+    result = ReductionTrial(spec, str(header), cached=cached)
+    calls = spec.try_calls
+    if not calls:
+        raise Refused(f"{spec.source}: the spec gives no `try:` calls; try compares the kernel with those torch calls.")
+    if any(to in ("half", "bfloat") for _ti, to in spec.dtypes):
+        result.notes.append("half and bfloat outputs are compared with torch's CPU op computed in float32 and rounded "
+                            "(the kernel accumulates in float, as reviewers ask; torch's CPU op may accumulate in the narrow "
+                            "type: its prod of half does)")
+    gen = torch.Generator().manual_seed(seed)
+    nout = len(spec.outputs)
+    jobs = []  # (pair index, its cases, its program's input) for each pair, run together below
+    for which, (ti, to) in enumerate(spec.dtypes):
+        if pairs is not None and (ti, to) not in pairs:
+            continue
+        t_in, t_out = getattr(torch, REDUCTION_DTYPES[ti]), getattr(torch, REDUCTION_DTYPES[to])
+        stream, planned = [], []
+        for n, shape in enumerate(shapes):
+            x = _laid_out(torch, shape, t_in, gen)
+            dims = tuple(range(x.dim())) if shape.dims is None else shape.dims
+            for call in calls:
+                what = f"{call.call}{_shown(call.kwargs)} {shape.label()}"
+                # half/bfloat: the reference is computed in float and rounded (the kernel accumulates
+                # in float as reviewers ask; torch's CPU prod of half accumulates in half)
+                low = t_out in (torch.float16, torch.bfloat16)
+                try:
+                    with warnings.catch_warnings():  # (correction past the count: torch warns, and gives what it gives)
+                        warnings.simplefilter("ignore")
+                        expected = _reference(torch, spec, call, x.float() if low else x, dims, shape.keepdim, torch.float32 if low else t_out)
+                except (RuntimeError, TypeError) as exc:
+                    result.cases.append(ReductionCase(f"{ti}->{to}", what, True, f"torch refuses it: {str(exc).splitlines()[0]}"))
+                    continue
+                expected = [e.to(t_out) for e in expected]
+                out_sizes = [1 if d in dims else s for d, s in enumerate(x.shape)]
+                reduced = math.prod(x.shape[d] for d in dims)
+                if reduced == 0 or math.prod(out_sizes) == 0:  # the shared CPU path fills it; no dispatch
+                    fill = float(spec.empty)
+                    got = [torch.full(out_sizes, fill, dtype=t_out) for _ in expected]
+                    planned.append((what, expected, got, reduced))
+                    continue
+                out = _output(torch, out_sizes, t_out, shape.out_layout)
+                strides = lambda t: [0 if n_ == 1 else s for n_, s in zip(t.shape, t.stride())]  # noqa: E731
+                ints = [x.dim(), *x.shape, *strides(x), *out_sizes, *strides(out)]
+                if nout > 1:
+                    ints += [*strides(out), len(expected)]
+                count = x.untyped_storage().nbytes() // x.element_size()
+                whole = x.as_strided((count,), (1,), 0)  # the storage x views, from its start
+                pvals = [float(call.params.get(p.name, 0)) for p in spec.params]
+                tptg = threadgroup_size(reduced, shape.limit)
+                stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), tensor_bytes(torch, whole)))
+                planned.append((what, expected, out, reduced))
+        jobs.append((which, ti, to, t_out, planned, stream))
+    # the pairs' programs run at once (each is one process on one core)
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        ran = list(pool.map(lambda j: _run(binary, j[0], j[5], j[1], j[2]) if j[5] else b"", jobs))
+    for (which, ti, to, t_out, planned, _stream), outputs in zip(jobs, ran):
+        at = 0
+        size = torch.empty(0, dtype=t_out).element_size()
+        for what, expected, got, reduced in planned:
+            if not isinstance(got, list):  # the out= tensor the kernel wrote: its storage, viewed as it
+                out, got = got, []
+                n_el = out.untyped_storage().nbytes() // size
+                for _k in range(nout):
+                    chunk = outputs[at : at + n_el * size]
+                    at += n_el * size
+                    got.append(tensor_from_bytes(torch, chunk, t_out).as_strided(out.shape, out.stride()))
+            result.cases.append(_compare(torch, f"{ti}->{to}", what, expected, got, reduced))
+    return result
+
+
+def _program_order(ints, nout, pvals, reduced, out, tptg, seed, count, x) -> bytes:
+    """One case as the program reads it."""
+    data = struct.pack(f"<{len(ints)}q", *ints)
+    data += struct.pack(f"<{len(pvals)}d", *pvals) if pvals else b""
+    data += struct.pack("<7q", reduced, math.prod(out.shape), out.untyped_storage().nbytes() // out.element_size(), tptg, seed, count,
+                        x.storage_offset())
+    return data
+
+
+def _output(torch, sizes: list[int], dtype, layout: str):
+    """The (keepdim-shaped) out= tensor: contiguous, its dims in reverse order in memory, or
+    every other element of a larger one (a view from its storage's start)."""
+    if layout == "transposed":
+        return torch.empty(sizes[::-1], dtype=dtype).permute(*range(len(sizes) - 1, -1, -1))
+    if layout == "sliced":
+        return torch.empty([sizes[0] * 2, *sizes[1:]], dtype=dtype)[::2]
+    return torch.empty(sizes, dtype=dtype)
+
+
+def _run(binary: Path, which: int, stream: list, ti: str, to: str) -> bytes:
+    payload = struct.pack("<q", len(stream)) + b"".join(head + raw for head, raw in stream)
+    try:
+        proc = child.run([str(binary), str(which)], input=payload, timeout=TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        raise Refused(f"the {ti}->{to} reduction kernel did not finish within {TIME_LIMIT:.0f} s (threads waiting for each other forever?); stopped.") from None
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip()
+        raise Refused(f"the {ti}->{to} reduction kernel failed (exit status {proc.returncode}){': ' + said if said else ''}.")
+    return proc.stdout
+
+
+def _shown(kwargs: dict) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")" if kwargs else ""
+
+
+def _compare(torch, pair: str, what: str, expected: list, got: list, reduced: int) -> ReductionCase:
+    for k, (e, g) in enumerate(zip(expected, got)):
+        if e.dtype.is_floating_point:
+            rtol, atol = _TOLERANCE[str(e.dtype).replace("torch.", "")]
+            # the kernel accumulates in float in another order than the CPU: an allowance that
+            # grows with the reduced extent (float's epsilon per element), on top of the output's
+            rtol = 4 * rtol + 1.2e-7 * max(reduced, 1)
+            close = torch.isclose(g.double(), e.double(), rtol=rtol, atol=4 * atol, equal_nan=True)
+        else:
+            close = g == e
+        if not bool(close.all()):
+            bad = (~close).nonzero()[0].tolist()
+            at = tuple(bad)
+            which = f"output {k}: " if len(expected) > 1 else ""
+            return ReductionCase(pair, what, False, f"{which}{int((~close).sum())} of {close.numel()} differ; at {at}: kernel {g[at].item()!r}, CPU {e[at].item()!r}")
+    return ReductionCase(pair, what, True)
+
+
+def table(result: ReductionTrial) -> str:
+    lines = [f"mpsgen try {result.spec.stub} ({result.spec.source}), helpers from {result.header}"
+             f"{' (cached build)' if result.cached else ''}, against torch's CPU op"]
+    by_pair: dict[str, list[ReductionCase]] = {}
+    for c in result.cases:
+        by_pair.setdefault(c.pair, []).append(c)
+    for pair, cases in by_pair.items():
+        failing = [c for c in cases if not c.ok]
+        ti, to = pair.split("->")
+        lines.append(f"{result.spec.host_name(ti, to)}: {len(cases) - len(failing)} cases match torch's CPU op; {len(failing)} failing")
+        for c in failing[:5]:
+            lines.append(f"  FAIL {c.what}: {c.detail}")
+        if len(failing) > 5:
+            lines.append(f"  ... and {len(failing) - 5} more")
+    lines += [f"note: {n}" for n in result.notes]
+    failures = result.failures
+    lines.append(f"{'FAILED' if failures else 'ok'}: {len(result.cases)} cases, {len(failures)} failing.")
+    return "\n".join(lines) + "\n"
