@@ -944,7 +944,7 @@ RUNAWAY_COUNTS = (
     "refused as too large", "compiler processes left", "wrong exit or message", "tracebacks", "unintended writes",
 )
 _SHORT_LIMIT = (  # the gate's time limit made 2 s (the product's is 60 s), then mpsgen's entry point
-    "import sys\nimport mpsgen.shim.gate as gate\ngate.COMPILE_TIME_LIMIT = 2.0\nsys.argv[0] = 'mpsgen'\n"
+    "import sys\nimport mpsgen.shim.toolchain as toolchain\ntoolchain.COMPILE_TIME_LIMIT = 2.0\nsys.argv[0] = 'mpsgen'\n"
     "from mpsgen.__main__ import main\nmain()\n"
 )
 

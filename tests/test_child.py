@@ -26,16 +26,16 @@ RUNAWAY_CPP = SPIN.replace("static ", "") + "constexpr long forever = spin();\ni
 @needs_compiler
 def test_a_compile_past_its_time_limit_leaves_no_process_and_is_remembered(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(compile_gate, "COMPILE_TIME_LIMIT", 1.5)
+    monkeypatch.setattr(toolchain, "COMPILE_TIME_LIMIT", 1.5)
     shim = "// the shim\n"
     with Watch(os.getpid()) as watch:
-        code, stderr, cached = compile_gate._compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
+        code, stderr, cached = toolchain.syntax_only_compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
     assert code == 1 and "did not finish within 2 s" in stderr and not cached, stderr
     assert "cc1plus" in watch.seen.values(), watch.seen  # the compiler proper ran, under the driver
     time.sleep(0.2)
     assert not still_running(watch.seen), f"left running: {still_running(watch.seen)}"
     t0 = time.monotonic()
-    code, stderr, cached = compile_gate._compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
+    code, stderr, cached = toolchain.syntax_only_compile(RUNAWAY_CPP, shim, compile_gate.find_compiler())
     assert cached and code == 1 and "an earlier run on this same source" in stderr and "delete that file" in stderr
     assert time.monotonic() - t0 < 1.0
 

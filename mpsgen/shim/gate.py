@@ -13,24 +13,16 @@ Metal-language checks still run and the gate says, once, that it compiled nothin
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
-from mpsgen.core import child
-from mpsgen.core.errors import Location, Refused
+from mpsgen.core.errors import Location
 from mpsgen.metal import NOT_METAL
 from mpsgen.spec.op import FunctorSource, OpSpec
-from mpsgen.shim.toolchain import cache_dir, install_compiler_command, out_of_memory, refuse_too_large
+from mpsgen.shim.toolchain import install_compiler_command, refuse_too_large, syntax_only_compile
 from mpsgen.shim.toolchain import compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
-COMPILE_TIME_LIMIT = 60.0  # seconds; a syntax-only compile of one functor takes well under one
-_TIMED_OUT = "the compiler did not finish within"  # (the cached answer of a compile that ran out of time)
 
 _FUNCTION = re.compile(r"(?:\boperator\s*\(\s*\)|\b([A-Za-z_]\w*))\s*\([^;{}]*\)\s*(?:const\s*)?\{")
 _ERROR = re.compile(r"^([^:\n]*):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
@@ -116,58 +108,6 @@ def _recursion(functor: FunctorSource, text: str, masked: str) -> list[str]:
             line = masked.count("\n", 0, m.start()) + 1
             found.append(f"{functor_place(functor, text, line)}: {name} calls itself; Metal has no recursion (write it as a loop).")
     return found
-
-
-def syntax_only_compile(source: str, shim: str, cxx: str) -> tuple[int, str, bool]:
-    """(return code, stderr, cached) of a syntax-only compile of ``source``. The compiler runs
-    in a process group of its own, bounded in time and memory (:mod:`mpsgen.core.child`); a compile
-    that runs out of time is remembered like any answer, so the same source is not compiled
-    again (the entry's path is named, to delete for another try)."""
-    try:
-        stamp = os.stat(cxx).st_mtime_ns
-    except OSError:
-        stamp = 0
-    key = hashlib.sha256("\0".join((source, shim, cxx, str(stamp))).encode()).hexdigest()[:32]
-    entry = cache_dir("gate") / key
-    try:
-        code, _, stderr = entry.read_text(encoding="utf-8").partition("\n")
-        if _TIMED_OUT in stderr:
-            stderr = stderr.rstrip("\n") + (
-                f" (an earlier run on this same source; remembered in {entry}: delete that file to compile it again)"
-            )
-        return int(code), stderr, True
-    except (OSError, ValueError):
-        pass
-    with tempfile.TemporaryDirectory(prefix="mpsgen-gate-") as work:
-        try:
-            Path(work, "metal_shim.h").write_text(shim, encoding="utf-8")
-            Path(work, "driver.cpp").write_text(source, encoding="utf-8")
-        except OSError as exc:
-            raise Refused(
-                f"the compile gate could not write the functor's test program in {work} ({exc.strerror}); nothing written.",
-                hint="Free space or raise the file size limit where TMPDIR points, then run the command again.",
-            ) from None
-        try:
-            proc = child.run(
-                [cxx, "-std=c++17", "-fsyntax-only", "-w", "driver.cpp"], cwd=work, text=True,
-                timeout=COMPILE_TIME_LIMIT, memory=child.COMPILER_MEMORY, env={**os.environ, "LC_ALL": "C"},
-            )
-            code, stderr = proc.returncode, proc.stderr
-            if code != 0 and out_of_memory(stderr):
-                stderr = f"driver.cpp:1:1: error: the compiler ran out of its {child.COMPILER_MEMORY >> 20} MB of memory\n{stderr}"
-        except subprocess.TimeoutExpired:
-            code, stderr = 1, f"driver.cpp:1:1: error: {_TIMED_OUT} {COMPILE_TIME_LIMIT:.0f} s (stopped)"
-        except OSError as exc:
-            return 1, f"driver.cpp:1:1: error: could not run {cxx}: {exc.strerror}", False
-    try:  # the answer is cached whole or not at all (a temp file renamed into place)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(f"{code}\n{stderr}")
-        os.replace(tmp, entry)
-    except OSError:
-        pass  # an unwritable cache only costs the next run a compile
-    return code, stderr, False
 
 
 def check_functor(spec: OpSpec, text: str, pairs: list[tuple[str, str]]) -> GateResult:

@@ -14,7 +14,6 @@ running together, which one call per element does not model: the spec's reader r
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import subprocess
@@ -25,7 +24,7 @@ from mpsgen.core.errors import BadInput, Refused
 from mpsgen.codegen.kernel import body_text, kernel_signature, kernel_text, schema_arguments, schema_parameters, struct_text
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core import child
-from mpsgen.shim.toolchain import cache_dir, compile_program, compiler, refuse_too_large
+from mpsgen.shim.toolchain import build_program, compiler, refuse_too_large, syntax_only_compile
 from mpsgen.shim.trial import TIME_LIMIT, import_torch, missing_requirements
 from mpsgen.core.resources import resource_dir
 
@@ -125,7 +124,6 @@ def _shim() -> str:
 def check_kernel_body(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal", "c10::metal")) -> list[str]:
     """The compile gate: the body compiled (syntax only) for every registered dtype, under the
     target file's `using namespace` lines; each problem located at the spec's line."""
-    from mpsgen.shim.gate import syntax_only_compile
 
     refuse_too_large(spec.body.body or spec.body.expr or "", spec.body.origin, "kernel body")
     cxx = compiler()
@@ -176,23 +174,12 @@ def _build(spec: KernelSpec, sig, cxx: str) -> Path:
     refuse_too_large(spec.body.body or spec.body.expr or "", spec.body.origin, "kernel body")
     source, first, last = driver_source(spec, sig)
     shim = _shim()
-    key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
-    cache = cache_dir("try")
-    binary = cache / f"kernel-{spec.kernel}-{key}"
-    if binary.is_file():
-        return binary
-    work = cache / f"kernel-{spec.kernel}-{key}.src"
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "metal_shim.h").write_text(shim, encoding="utf-8")
-    (work / "driver.cpp").write_text(source, encoding="utf-8")
-    tmp = cache / f".kernel-{spec.kernel}-{key}.tmp"
-    proc = compile_program(
-        [cxx, "-std=c++17", "-O1", "-w", "-o", str(tmp), "driver.cpp"], binary, f"the kernel body of {spec.kernel}",
-        spec.body.origin, cwd=work,
+    binary, _cached, failed = build_program(
+        f"kernel-{spec.kernel}", {"driver.cpp": source, "metal_shim.h": shim}, cxx, ["-O1", "-w"],
+        f"the kernel body of {spec.kernel}", spec.body.origin,
     )
-    if proc.returncode != 0:
-        raise BadInput(_located(spec, proc.stderr, source, first, last))
-    tmp.replace(binary)
+    if failed is not None:
+        raise BadInput(_located(spec, failed.stderr, source, first, last))
     return binary
 
 

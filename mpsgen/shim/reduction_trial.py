@@ -13,7 +13,6 @@ shared CPU path fills it and never calls the stub).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -29,7 +28,7 @@ from mpsgen.core.errors import BadInput, Refused
 from mpsgen.spec.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.codegen.reduction import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.core.resources import resource_dir
-from mpsgen.shim.toolchain import cache_dir, compile_program, compiler
+from mpsgen.shim.toolchain import build_program, compiler
 from mpsgen.shim.trial import import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
 
 TIME_LIMIT = 60.0  # seconds for one dtype's cases
@@ -161,31 +160,18 @@ def build(spec: ReductionSpec, helpers_text: str, kernel: str, cxx: str) -> tupl
     """The compiled program (cached by content) and whether it came from the cache."""
     source = driver_source(spec, helpers_text, kernel)
     shims = {n: _shim(n) for n in ("metal_shim.h", "metal_threads.h")}
-    key = hashlib.sha256("\0".join((source, *shims.values(), cxx)).encode()).hexdigest()[:24]
-    cache = cache_dir("try")
-    binary = cache / f"reduction-{spec.kernel}-{key}"
-    if binary.is_file():
-        return binary, True
-    work = cache / f"reduction-{spec.kernel}-{key}.src"
-    work.mkdir(parents=True, exist_ok=True)
-    for n, text in shims.items():
-        (work / n).write_text(text, encoding="utf-8")
-    (work / "driver.cpp").write_text(source, encoding="utf-8")
-    tmp = cache / f".reduction-{spec.kernel}-{key}.tmp"
-    # -fwrapv: Metal's integers wrap on overflow (C++'s signed overflow is undefined); the
-    # compiler runs as try's do (its own process group, bounded; a timeout remembered)
-    proc = compile_program(
-        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(tmp), "driver.cpp"], binary,
-        f"the {spec.stub} reduction kernel", spec.source or spec.stub, cwd=work,
+    # -fwrapv: Metal's integers wrap on overflow (C++'s signed overflow is undefined)
+    binary, cached, failed = build_program(
+        f"reduction-{spec.kernel}", {"driver.cpp": source, **shims}, cxx, ["-O1", "-fwrapv", "-w"],
+        f"the {spec.stub} reduction kernel", spec.source or spec.stub,
     )
-    if proc.returncode != 0:
-        errors = [ln for ln in proc.stderr.splitlines() if "error" in ln][:3]
+    if failed is not None:
+        errors = [ln for ln in failed.stderr.splitlines() if "error" in ln][:3]
         raise BadInput(
             f"{spec.source or spec.stub}: the reduction kernel does not compile against mpsgen's Metal model "
-            f"({work / 'driver.cpp'}): " + " / ".join(errors or proc.stderr.strip().splitlines()[-3:]) + "."
+            f"({binary}.src/driver.cpp): " + " / ".join(errors or failed.stderr.strip().splitlines()[-3:]) + "."
         )
-    tmp.replace(binary)
-    return binary, False
+    return binary, cached
 
 
 # ---------------------------------------------------------------------------------------------

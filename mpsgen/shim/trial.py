@@ -14,8 +14,6 @@ not needed (tensors go to and from the program as bytes through ``torch.frombuff
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import re
 import shlex
 import subprocess
@@ -33,8 +31,7 @@ from mpsgen.spec.op import OPERANDS, OpSpec
 from mpsgen.core.text import shorten
 from mpsgen.shim.toolchain import (
     COMPILERS,
-    cache_dir,
-    compile_program,
+    build_program,
     compiler,
     install_compiler_command,
     refuse_too_large,
@@ -238,24 +235,13 @@ def build(spec: OpSpec, pairs: list[tuple[str, str]], cxx: str) -> tuple[Path, b
     refuse_too_large(spec.functor.expr or spec.functor.body or "", spec.functor.origin, "functor")
     source, first, last = driver_source(spec, pairs)
     shim = (resource_dir("templates") / "try" / "metal_shim.h").read_text()
-    key = hashlib.sha256("\0".join((source, shim, cxx)).encode()).hexdigest()[:24]
-    cache = cache_dir("try")
-    binary = cache / f"{spec.name}-{key}"
-    if binary.is_file():
-        return binary, True
-    cache.mkdir(parents=True, exist_ok=True)
-    work = cache / f"{spec.name}-{key}.src"
-    work.mkdir(exist_ok=True)
-    (work / "metal_shim.h").write_text(shim)
-    (work / "driver.cpp").write_text(source)
-    proc = compile_program(
-        [cxx, "-std=c++17", "-O1", "-fwrapv", "-w", "-o", str(binary) + ".tmp", str(work / "driver.cpp")], binary,
-        f"{spec.name}_functor", spec.source or spec.functor.origin,
+    binary, cached, failed = build_program(
+        spec.name, {"driver.cpp": source, "metal_shim.h": shim}, cxx, ["-O1", "-fwrapv", "-w"], f"{spec.name}_functor",
+        spec.source or spec.functor.origin,
     )
-    if proc.returncode != 0:
-        raise _compile_error(spec, proc.stderr, source, first, last)
-    os.replace(str(binary) + ".tmp", binary)
-    return binary, False
+    if failed is not None:
+        raise _compile_error(spec, failed.stderr, source, first, last)
+    return binary, cached
 
 
 def _functor_line_in_spec(spec: OpSpec) -> int:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.core.errors import Location
-from mpsgen.spec.op import node_location, scalar_value, check_name, compose, load_spec_file, spec_fields
+from mpsgen.spec.op import node_location, check_name, compose, load_spec_file, spec_fields
 
 REDUCTION_KIND = "reduction"
 REDUCTION_KEYS = (
