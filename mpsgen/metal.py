@@ -1,8 +1,19 @@
-"""Facts of Metal's C++ dialect that the compile gate and the kernel-spec checks share."""
+"""Facts of Metal's C++ dialect, shared by every layer above: its scalar types and the torch dtypes
+they stand for, how closely a result computed in each floating type must match torch's, and what
+the dialect lacks (the compile gate and the kernel-spec checks)."""
 
 from __future__ import annotations
 
 import re
+
+# the torch dtype (its name in ``torch``) each Metal scalar type of MPS kernels stands for
+TORCH_NAMES = {
+    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
+    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
+    "float2": "complex64", "half2": "complex32",
+}
+# (rtol, atol) a result of each floating dtype is compared with torch's CPU op under (try)
+TOLERANCES = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
 
 # What Metal's C++ dialect does not have, found as whole words in the functor's code (comments
 # and strings blanked): (pattern, why).

@@ -22,6 +22,7 @@ from mpsgen.core.errors import BadInput, Refused
 from mpsgen.codegen.kernel import KernelSignature, kernel_signature, kernel_text, render, struct_text
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core.resources import resource_dir
+from mpsgen.metal import TORCH_NAMES
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
 from mpsgen.tree.schema import output_count
@@ -525,7 +526,7 @@ def _shipped(spec: KernelSpec) -> bool:
 
 
 def _torch_names(dtypes: tuple[str, ...]) -> list[str]:
-    return [{"float": "float32", "half": "float16", "bfloat": "bfloat16"}[d] for d in dtypes]
+    return [TORCH_NAMES[d] for d in dtypes]
 
 
 def _lacks_mps(table, op: str) -> bool:

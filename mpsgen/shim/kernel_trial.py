@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mpsgen.core.errors import BadInput, Refused
 from mpsgen.codegen.kernel import body_text, kernel_signature, kernel_text, schema_arguments, schema_parameters, struct_text
+from mpsgen.metal import TOLERANCES, TORCH_NAMES
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core import child
 from mpsgen.shim.toolchain import build_program, compiler, refuse_too_large, syntax_only_compile
@@ -29,8 +30,6 @@ from mpsgen.shim.trial import TIME_LIMIT, import_torch, missing_requirements
 from mpsgen.core.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
-_TORCH = {"float": "float32", "half": "float16", "bfloat": "bfloat16"}
-_TOLERANCE = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
 _ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 
 
@@ -100,7 +99,6 @@ _FIXED_CXX = {
     "long": ("long", "int64_t"), "int": ("int", "int32_t"), "short": ("short", "int16_t"), "char": ("char", "int8_t"),
     "uchar": ("uchar", "uint8_t"), "bool": ("bool", "uint8_t"), "float": ("float", "float"),
 }
-_FIXED_TORCH = {"long": "int64", "int": "int32", "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float": "float32"}
 
 
 def _read_input(k: int, metal_type: str) -> str:
@@ -261,7 +259,7 @@ def run_kernel_trial(spec: KernelSpec, sig=None, seed: int = 0) -> KernelTrial:
     shapes = list(spec.try_shapes) or [{t: (4, 3) for t in sig.all_tensors}]
     params = list(spec.try_params) or [{}]
     for which, dtype_name in enumerate(spec.dtypes):
-        dtype = getattr(torch, _TORCH[dtype_name])
+        dtype = getattr(torch, TORCH_NAMES[dtype_name])
         for shape in shapes:
             for values in ("random", "edges"):
                 for pvals in params:
@@ -353,7 +351,7 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
     if expected is None:  # torch's CPU op has no kernel for the dtype: computed in float32, rounded
         upcast = [a.float() if hasattr(a, "dtype") and a.is_floating_point() else a for a in args]
         try:
-            expected = op(*upcast).to(getattr(torch, _TORCH[dtype_name]))
+            expected = op(*upcast).to(getattr(torch, TORCH_NAMES[dtype_name]))
         except RuntimeError as exc:
             return KernelCase(dtype_name, what, "ok (no reference)", str(exc).split("\n")[0])
         note = f"{dtype_name}: torch's CPU op has no {dtype_name} kernel; the reference is its float32 result, rounded"
@@ -385,7 +383,7 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
     if proc.returncode != 0:
         return KernelCase(dtype_name, what, "mismatch", f"the kernel program failed (exit {proc.returncode})")
     actual = torch.frombuffer(bytearray(proc.stdout), dtype=torch.uint8).view(expected.dtype).reshape(expected.shape)
-    rtol, atol = _TOLERANCE[str(expected.dtype).replace("torch.", "")]
+    rtol, atol = TOLERANCES[str(expected.dtype).replace("torch.", "")]
     close = torch.isclose(actual.float(), expected.float(), rtol=rtol * 4, atol=atol * 4, equal_nan=True)
     if bool(close.all()):
         return KernelCase(dtype_name, what, "ok")

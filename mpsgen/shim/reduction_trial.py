@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mpsgen.core import child
 from mpsgen.core.errors import BadInput, Refused
+from mpsgen.metal import TOLERANCES
 from mpsgen.spec.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.codegen.reduction import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.core.resources import resource_dir
@@ -41,7 +42,6 @@ _CXX = {
 _TG_ARRAY = re.compile(r"^(\s*)threadgroup\s+(.+?)\s+(\w+)\s*\[([^\]]+)\];", re.M)
 _INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.M)
 # (rtol, atol) of the output dtype, before the allowance for the reduction's length
-_TOLERANCE = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
 
 
 @dataclass
@@ -399,7 +399,7 @@ def _shown(kwargs: dict) -> str:
 def _compare(torch, pair: str, what: str, expected: list, got: list, reduced: int) -> ReductionCase:
     for k, (e, g) in enumerate(zip(expected, got)):
         if e.dtype.is_floating_point:
-            rtol, atol = _TOLERANCE[str(e.dtype).replace("torch.", "")]
+            rtol, atol = TOLERANCES[str(e.dtype).replace("torch.", "")]
             # the kernel accumulates in float in another order than the CPU: an allowance that
             # grows with the reduced extent (float's epsilon per element), on top of the output's
             rtol = 4 * rtol + 1.2e-7 * max(reduced, 1)

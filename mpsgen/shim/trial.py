@@ -29,6 +29,7 @@ from mpsgen.spec.registrations import input_dtypes
 from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OPERANDS, OpSpec
 from mpsgen.core.text import shorten
+from mpsgen.metal import TOLERANCES, TORCH_NAMES
 from mpsgen.shim.toolchain import (
     COMPILERS,
     build_program,
@@ -38,11 +39,6 @@ from mpsgen.shim.toolchain import (
 )
 
 TIME_LIMIT = 10.0  # seconds for one run of the compiled functor
-TORCH_NAMES = {
-    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
-    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
-    "float2": "complex64", "half2": "complex32",
-}
 # what a value of each Metal type is stored as in the files the program reads and writes
 STORAGE = {
     "float": "float", "half": "uint16_t", "bfloat": "uint16_t", "long": "int64_t", "int": "int32_t",
@@ -51,7 +47,6 @@ STORAGE = {
 }
 CXX_TYPE = {"long": "int64_t", "int": "int32_t", "short": "int16_t", "char": "int8_t", "uchar": "uint8_t"}
 # torch.testing's default (rtol, atol) per floating dtype
-TOLERANCES = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
 _NOT_MODELLED = re.compile(r"error: '(?:\w+::)*(\w+)' (?:is not a member of '([\w:]+)'|was not declared in this scope)")
 _ERROR = re.compile(r"^(?:[^:\n]*):(\d+):(\d+): error: (.*)$", re.M)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.core.errors import Location
+from mpsgen.metal import TORCH_NAMES
 from mpsgen.spec.op import node_location, check_name, compose, load_spec_file, spec_fields
 
 REDUCTION_KIND = "reduction"
@@ -42,10 +43,7 @@ REDUCTION_KEYS = (
     "dtypes", "empty", "try", "max_dims",
 )
 # the Metal types a reduction registers, with the torch dtype each stands for
-REDUCTION_DTYPES = {
-    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
-    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
-}
+REDUCTION_DTYPES = {t: TORCH_NAMES[t] for t in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")}
 # the stub arguments a reduction may take, and the Metal type the params struct holds each in
 PARAM_TYPES = {"double": "float", "bool": "bool", "int64_t": "long"}
 TREE_OPS = ("MaxOp", "MinOp", "SumOp", "ProdOp")  # c10::metal op structs a tree may have

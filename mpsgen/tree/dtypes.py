@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
+from mpsgen.metal import TORCH_NAMES
+
 # torch dtypes that each Metal type stands for (registrations, xfail entries, try)
-TORCH_DTYPES = {
-    "float": "torch.float32",
-    "half": "torch.float16",
-    "bfloat": "torch.bfloat16",
-    "long": "torch.int64",
-    "int": "torch.int32",
-    "short": "torch.int16",
-    "uchar": "torch.uint8",
-    "char": "torch.int8",
-    "bool": "torch.bool",
-    "float2": "torch.complex64",
-    "half2": "torch.complex32",
-}
+TORCH_DTYPES = {metal: f"torch.{name}" for metal, name in TORCH_NAMES.items()}
 
 # the dtypes MPS can run, in the order mpsgen lists them (float64 and complex128: MPS has none)
 MPS_DTYPE_ORDER = (
