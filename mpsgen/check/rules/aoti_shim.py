@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from functools import partial
 
 from mpsgen.check.model import ERROR, Finding, rule
+from mpsgen.tree import aoti
 from mpsgen.tree.facts import Facts
 
 
@@ -37,8 +38,6 @@ the header with the change (`mpsgen new-op` does this itself for the ops it adds
 """,
 )
 def stale_aoti_shim(f: Facts) -> Iterator[Finding]:
-    from mpsgen.tree import aoti
-
     tree = f.index.tree
     if not (tree.exists(aoti.FALLBACK_OPS) and tree.exists(aoti.C_SHIM_MPS)):
         return

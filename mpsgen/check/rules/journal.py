@@ -8,6 +8,8 @@ import os
 from collections.abc import Iterator
 
 from mpsgen.check.model import ERROR, Finding, rule
+from mpsgen.core.errors import MpsgenError
+from mpsgen.tree import journal_path
 from mpsgen.tree.facts import Facts
 
 
@@ -30,14 +32,12 @@ change, `mpsgen recover --abort` restores the files it had written.
 """,
 )
 def interrupted_change(f: Facts) -> Iterator[Finding]:
-    from mpsgen.tree import journal_path
-
     root = f.index.root
     if not os.path.exists(journal_path(root)):  # (the common case: a stat, no pathlib)
         return
+    # (imported here, where a journal is left: check's start-up does without pathlib and the journal)
     from pathlib import Path
 
-    from mpsgen.core.errors import MpsgenError
     from mpsgen.patch.journal import Journal, live_writer, recover_command
 
     if live_writer(root) is not None:  # a write in progress: its journal is no interrupted change

@@ -5,11 +5,13 @@ for (MPS018). The names on both sides are read by :mod:`mpsgen.tree.pipelines`.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.facts import Facts
 from mpsgen.tree.index import Index
+from mpsgen.tree.pipelines import host_name_sites, may_match, pipeline_requests, string_literals
 
 
 # -- MPS017, MPS018: custom kernels' pipeline names --------------------------------------
@@ -20,8 +22,6 @@ class _Pipelines:
     and expanded into names only where a request could name them: linear in the tree."""
 
     def __init__(self, index: Index):
-        from mpsgen.tree.pipelines import host_name_sites, pipeline_requests
-
         self.requests = {h.path: pipeline_requests(h.path, h.text) for h in index.host_files if h.path.endswith(".mm")}
         # (a tree whose host code asks for no pipeline by name has nothing to match: no site is read)
         asked = any(found for found in self.requests.values())
@@ -39,10 +39,6 @@ class _Pipelines:
 
     def registered(self, parts) -> bool:
         """Whether some .metal registers a name ``parts`` (a request) may be."""
-        from bisect import bisect_left
-
-        from mpsgen.tree.pipelines import may_match
-
         head = parts[0] or ""
         candidates = [s for k in range(len(head)) for s in self._by_head.get(head[:k], ())]  # heads it begins with
         for k in range(bisect_left(self._heads, head), len(self._heads)):  # heads that begin with it
@@ -57,8 +53,6 @@ class _Pipelines:
     def requests_of(self, name, own_host: str | None) -> list:
         """The requests that may ask for ``name``: those whose literal head begins it; one
         starting with a hole, or not read, counts only in ``name``'s own host file."""
-        from mpsgen.tree.pipelines import may_match
-
         text = "".join(p or "" for p in name.parts) if name.parts[0] is not None else ""
         candidates = []
         for length in range(len(text) + 1):
@@ -143,8 +137,6 @@ Fix: correct the name on the side that is wrong, or remove the unused kernel.
 """,
 )
 def unrequested_kernel(f: Facts) -> Iterator[Finding]:
-    from mpsgen.tree.pipelines import may_match, string_literals
-
     sides = _pipeline_sides(f)
     literals: set[str] | None = None
     for m in f.index.metal_files:
