@@ -74,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import clean_venv, compiled_install, console_script, time_cli, time_process  # noqa: E402
 from mpsgen.check import run_check  # noqa: E402
-from mpsgen.check.index import Index
+from mpsgen.tree.index import Index
 from mpsgen.report.practice import PRACTICE_TREE, build_practice_tree, real_file_sources
 from mpsgen.tree.resolver import native_cpp_files
 from mpsgen.tree import KERNELS_DIR, NATIVE_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree

@@ -286,3 +286,18 @@ def test_python_m_mpsgen_version_and_completion():
         assert "Example: mpsgen " in sub, cmd
     new_op = subprocess.run([sys.executable, "-m", "mpsgen", "new-op", "--help"], capture_output=True, text=True, timeout=60).stdout
     assert "--unary " in new_op and "<bool>" not in new_op  # boolean flags shown as flags
+
+
+def test_explain_reads_the_tree_facts_without_the_lint():
+    """explain shares check's index and cross-file facts (mpsgen/tree/index.py, tree/facts.py),
+    not the lint: importing it loads no module of mpsgen.check (and registers no rule)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import mpsgen.report.explain\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('mpsgen.'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1])], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split())
+    assert {"mpsgen.tree.facts", "mpsgen.tree.index"} <= loaded
+    assert not {m for m in loaded if m == "mpsgen.check" or m.startswith("mpsgen.check.")}, sorted(loaded)

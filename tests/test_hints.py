@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mpsgen.check.rules import op_of
+from mpsgen.tree.facts import op_of
 from mpsgen.cli.app import app
 from mpsgen.report.explain import NO_FUNCTOR, SCAFFOLD_BLOCKER, TreeFacts, coverage, explain_op
 from mpsgen.core.resources import resource_dir

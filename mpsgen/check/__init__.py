@@ -1,8 +1,10 @@
 """``mpsgen check``: a fast, read-only lint of a tree's MPS dispatch consistency.
 
-:func:`run_check` reads the tree once (:class:`~mpsgen.check.index.Index`), runs every
-registered rule (:mod:`mpsgen.check.rules`) over the whole tree, and keeps the findings
-that touch the given paths (all of them when no path is given). Nothing here prints.
+:func:`run_check` reads the tree once (:class:`~mpsgen.tree.index.Index`), runs every
+registered rule (:mod:`mpsgen.check.registry`; the rules are in :mod:`mpsgen.check.rules`)
+over the whole tree through its cross-file facts (:class:`~mpsgen.tree.facts.Facts`), and
+keeps the findings that touch the given paths (all of them when no path is given). Nothing
+here prints.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import os
 import re
 from typing import NamedTuple
 
-from mpsgen.check import rules as _rules  # noqa: F401  (rules: registers the rules)
-from mpsgen.check.index import Index
-from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
-from mpsgen.check.rules import Facts
+from mpsgen.check.model import ERROR, WARNING, Finding, Rule
+from mpsgen.check.registry import RULES
 from mpsgen.core.errors import BadInput
 from mpsgen.tree import PytorchTree
+from mpsgen.tree.facts import Facts
+from mpsgen.tree.index import Index
 from mpsgen.tree.source import read_bounded
 from mpsgen.tree.walk import walk_files
 

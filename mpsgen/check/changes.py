@@ -25,7 +25,7 @@ from collections import Counter
 from typing import NamedTuple
 
 from mpsgen.core import child
-from mpsgen.check.index import Index
+from mpsgen.tree.index import Index
 from mpsgen.check.model import ERROR, Finding
 from mpsgen.core.errors import BadInput
 from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS

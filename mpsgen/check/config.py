@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from mpsgen.check.model import RULES
+from mpsgen.check.registry import RULES
 from mpsgen.core.errors import BadInput, Location
 from mpsgen.tree.source import read_bounded
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from mpsgen.check.model import ERROR, Finding
+from mpsgen.check.registry import RULES
 
 FORMATS = ("text", "json", "lintrunner", "github")
 
@@ -29,7 +30,7 @@ def summary(findings: list[Finding], scope: str) -> str:
 
 
 def finding_dict(f: Finding) -> dict:
-    rule = f.rule
+    rule = RULES[f.code]
     return {
         "code": f.code,
         "name": rule.name,
@@ -68,7 +69,7 @@ def lintrunner_lines(findings: list[Finding], root: str, fixes: dict[str, tuple[
     out = []
     fixes = dict(fixes or {})
     for f in findings:
-        rule = f.rule
+        rule = RULES[f.code]
         original, replacement = fixes.pop(f.path, (None, None))
         out.append(
             json.dumps(
@@ -103,6 +104,6 @@ def github_lines(findings: list[Finding]) -> list[str]:
         props = [f"file={_escape_property(f.path)}", f"line={f.line}"]
         if f.col:
             props.append(f"col={f.col}")
-        props.append(f"title={_escape_property(f'{f.code} {f.rule.name}')}")
+        props.append(f"title={_escape_property(f'{f.code} {RULES[f.code].name}')}")
         out.append(f"::{f.severity} {','.join(props)}::{_escape_data(f.message + f' (mpsgen check --explain {f.code})')}")
     return out

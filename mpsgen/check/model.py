@@ -1,4 +1,6 @@
-"""Findings and the rule registry of ``mpsgen check``."""
+"""What ``mpsgen check``'s rules are made of: :class:`Finding`, :class:`Rule` and the
+:func:`rule` decorator that describes one, plus the helpers findings are written with.
+Nothing here registers: :mod:`mpsgen.check.registry` gathers the rules of every family."""
 
 from __future__ import annotations
 
@@ -75,10 +77,6 @@ class Finding:
             object.__setattr__(self, "_locations", found)
         return found
 
-    @property
-    def rule(self) -> Rule:
-        return RULES[self.code]
-
     def touches(self, paths: set[str] | frozenset[str]) -> bool:
         return self.path in paths or any(p in paths for p, _ in self.locations)
 
@@ -89,19 +87,29 @@ class Rule(NamedTuple):
     severity: str
     summary: str
     explanation: str  # why it matters and how to fix it
-    run: Callable  # (Index) -> Iterable[Finding]
+    run: Callable  # (Facts) -> Iterable[Finding]
 
 
-RULES: dict[str, Rule] = {}
+def rule(code: str, name: str, severity: str, summary: str, explanation: str) -> Callable[[Callable], Rule]:
+    """Make a rule function ``f(facts) -> Iterable[Finding]`` the :class:`Rule` ``code``
+    (a family module's rules are what :mod:`mpsgen.check.registry` registers)."""
 
-
-def rule(code: str, name: str, severity: str, summary: str, explanation: str):
-    """Register a rule function ``f(index) -> Iterable[Finding]`` under ``code``."""
-
-    def wrap(fn):
-        if code in RULES:
-            raise ValueError(f"rule code {code} registered twice")
-        RULES[code] = Rule(code, name, severity, summary, explanation.strip(), fn)
-        return fn
+    def wrap(fn: Callable) -> Rule:
+        return Rule(code, name, severity, summary, explanation.strip(), fn)
 
     return wrap
+
+
+MAX_LISTED = 4
+
+
+def listed(names: Iterable[str]) -> str:
+    """At most :data:`MAX_LISTED` names of a message, and how many more."""
+    names = list(names)
+    more = len(names) - MAX_LISTED
+    return ", ".join(names[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+# -- the locations of findings (see Finding.locate), bound with partial: computed when asked --
+def lines_of(path: str, lines: tuple[int, ...]) -> list[tuple[str, int]]:
+    return [(path, n) for n in lines]

@@ -1,5 +1,5 @@
 """What the tree says about one op, and about MPS coverage as a whole: read-only, built from
-the same scanners and cross-file facts as ``check`` (``check.index`` / ``check.rules.Facts``)
+the same scanners and cross-file facts as ``check`` (``tree.index`` / ``tree.facts.Facts``)
 and the row -> stub resolver. Nothing here prints; the CLI renders.
 
 A row's MPS status:
@@ -23,12 +23,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mpsgen.check.index import Index
-from mpsgen.check.rules import Facts, mps_only, op_of, shared
 from mpsgen.core.errors import Refused
 from mpsgen.core.resources import resource_dir
 from mpsgen.core.text import columns, shorten
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.facts import Facts, mps_only, op_of, shared
+from mpsgen.tree.index import Index
 from mpsgen.tree.native_yaml import NativeFunction, scanned_native_functions
 from mpsgen.tree.opinfo import mps_decorators
 
@@ -106,7 +106,7 @@ def overall_status(statuses: list[str]) -> str:
 
 @dataclass
 class TreeFacts:
-    """The tree read once: yaml rows (full), and check's index and cross-file facts."""
+    """The tree read once: yaml rows (full), and the index and cross-file facts check reads too."""
 
     tree: PytorchTree
     rows: list[NativeFunction] = field(default_factory=list)

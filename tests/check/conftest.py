@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mpsgen.check import run_check
 from mpsgen.report.practice import build_practice_tree
-from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS
+from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import scan_native_functions
 from tests.releases import INSTALLED, sources_as_of
 
@@ -71,6 +72,11 @@ def without_mps(line: str, kernel: str) -> str:
     keys, rest = line.split(": ", 1)
     kept = ", ".join(k for k in keys.strip().split(", ") if k != "MPS")
     return f"    {kept}: {rest}    MPS: {kernel}_mps\n"
+
+
+def found(root: Path, paths=None, cwd=None) -> list[tuple[str, str, int, int]]:
+    """(code, path, line, col) of each finding of a whole-tree check, kept by ``paths``."""
+    return [(f.code, f.path, f.line, f.col) for f in run_check(PytorchTree(root), paths, cwd).findings]
 
 
 def line_of(root: Path, rel: str, needle: str, nth: int = 1) -> int:

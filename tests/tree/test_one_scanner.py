@@ -70,10 +70,10 @@ def test_a_macro_defined_twice_is_macro_text_both_times():
     assert [(d.name, d.form) for d in scan_host("x.mm", text).definitions] == [("acosh_out_mps", "impl_macro")]
 
 
-def test_check_index_parses_nothing_itself():
-    """check/index.py builds its index from the tree scanners: no regular expression of its
+def test_the_index_parses_nothing_itself():
+    """tree/index.py builds check's and explain's index from the tree scanners: no regular expression of its
     own at module level, and its facts come from tree.host / tree.kernels / tree.native_rows."""
-    source = (REPO / "mpsgen" / "check" / "index.py").read_text()
+    source = (REPO / "mpsgen" / "tree" / "index.py").read_text()
     module = ast.parse(source)
     for node in module.body:
         if isinstance(node, ast.Assign):

@@ -1,6 +1,7 @@
-"""The index ``mpsgen check`` (and ``explain``) cross-reference: every file of a tree that
-the rules need, read once, scanned by the tree's scanners (:mod:`mpsgen.tree.host` for
-``.mm``/``.cpp``, :mod:`mpsgen.tree.kernels` for ``.metal`` and the headers they include,
+"""The index ``mpsgen check`` and ``explain`` cross-reference (through
+:class:`~mpsgen.tree.facts.Facts`): every file of a tree that check's rules need, read once,
+scanned by the tree's scanners (:mod:`mpsgen.tree.host` for ``.mm``/``.cpp``,
+:mod:`mpsgen.tree.kernels` for ``.metal`` and the headers they include,
 :mod:`mpsgen.tree.native_rows` for the yaml, :mod:`mpsgen.tree.stubs` for
 ``DECLARE_DISPATCH``), plus the lookups the rules make across files (where an identifier is
 used, which host file pairs with a kernel file). It parses nothing itself.

@@ -11,7 +11,7 @@ from mpsgen.check import run_check
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.aoti import C_SHIM_MPS, FALLBACK_OPS
 
-from .conftest import edit, line_of
+from ..conftest import edit, line_of
 
 MPS014 = frozenset({"MPS014"})
 
