@@ -119,11 +119,12 @@ def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: P
     """Ctrl-C between the last rename and the end of the report: exit 130, and the message says
     the change is complete (never 'nothing written')."""
     import mpsgen.cli.app
+    import mpsgen.cli.change
 
     def interrupted(_changeset, *_given):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mpsgen.cli.app, "print_next_steps", interrupted)
+    monkeypatch.setattr(mpsgen.cli.change, "print_next_steps", interrupted)
     monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--root", str(real_tree)])
     before = _state(real_tree)
     try:
