@@ -169,7 +169,7 @@ def test_sigterm_and_sighup_while_planning_exit_130_with_a_message(own_tree: Pat
     for sig in (signal.SIGTERM, signal.SIGHUP):
         proc = subprocess.Popen(
             [sys.executable, "-c", "import sys, time\nimport mpsgen.cli.app\nsys.argv = ['mpsgen', 'new-op', 'heaviside', '--dry-run', "
-             f"'--root', {str(own_tree)!r}]\nimport mpsgen.plan.newop\nmpsgen.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
+             f"'--root', {str(own_tree)!r}]\nimport mpsgen.plan.newop\nmpsgen.plan.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
              "print('planning', flush=True)\nfrom mpsgen.__main__ import main\nmain()"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         )

@@ -136,7 +136,7 @@ def side_file(flag: str, name: str, text: str, said: str) -> SideFile:
 
 def plan_and_report(
     command: str, op: str, spec, plan: Callable[[PytorchTree], Changeset], doing: str, *,
-    root: Optional[Path], delivery: Delivery, companions: Companions, notes: list[str] = (),
+    root: Optional[Path], delivery: Delivery, companions: Companions, notes: tuple[str, ...] | list[str] = (),
 ) -> None:
     """The flow new-op and migrate-from-mpsgraph share: the tree (a change cut short there is
     refused first), the plan (``plan(tree)``, saying ``doing`` meanwhile), then the change
