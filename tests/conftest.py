@@ -116,8 +116,8 @@ def without_shipped_spec(tmp_path: Path, monkeypatch):
     spec, as for an op the library does not cover yet (what the scaffold paths need)."""
     import shutil
 
-    import mpsgen.cli.app
     import mpsgen.report.explain
+    import mpsgen.spec.load
     from mpsgen.core.resources import resource_dir
 
     def hide(*ops: str) -> None:
@@ -125,7 +125,7 @@ def without_shipped_spec(tmp_path: Path, monkeypatch):
         shutil.copytree(resource_dir("specs"), specs, dirs_exist_ok=True)
         for op in ops:
             (specs / f"{op}.yaml").unlink(missing_ok=True)
-        for module in (mpsgen.cli.app, mpsgen.report.explain):
+        for module in (mpsgen.spec.load, mpsgen.report.explain):
             monkeypatch.setattr(module, "resource_dir", lambda name: specs if name == "specs" else resource_dir(name))
 
     return hide

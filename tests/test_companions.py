@@ -167,13 +167,13 @@ def test_a_bench_script_that_cannot_be_written_leaves_the_tree_as_it_was(real_tr
     means nothing is written (exit 2), not a change applied without its script."""
     import errno
 
-    import mpsgen.cli.app
+    import mpsgen.cli.change
 
     def full(path, data, *, replace):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(mpsgen.cli.app, "write_whole", full)
+    monkeypatch.setattr(mpsgen.cli.change, "write_whole", full)
     before = snapshot(real_tree)
     res = run(*HEAVISIDE, "--with-bench", "--root", real_tree)
     assert res.exit_code == 2, res.output

@@ -135,11 +135,12 @@ def test_an_interrupt_after_the_renames_says_the_change_is_complete(real_tree: P
     """Ctrl-C between the last rename and the end of the report: exit 130, and the message says
     the change is complete (never 'nothing written')."""
     import mpsgen.cli.app
+    import mpsgen.cli.change
 
     def interrupted(_changeset, *_given):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mpsgen.cli.app, "print_next_steps", interrupted)
+    monkeypatch.setattr(mpsgen.cli.change, "print_next_steps", interrupted)
     monkeypatch.setattr(sys, "argv", ["mpsgen", "new-op", "heaviside", "--root", str(real_tree)])
     before = _state(real_tree)
     try:
@@ -184,7 +185,7 @@ def test_sigterm_and_sighup_while_planning_exit_130_with_a_message(own_tree: Pat
     for sig in (signal.SIGTERM, signal.SIGHUP):
         proc = subprocess.Popen(
             [sys.executable, "-c", "import sys, time\nimport mpsgen.cli.app\nsys.argv = ['mpsgen', 'new-op', 'heaviside', '--dry-run', "
-             f"'--root', {str(own_tree)!r}]\nimport mpsgen.plan.newop\nmpsgen.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
+             f"'--root', {str(own_tree)!r}]\nimport mpsgen.plan.newop\nmpsgen.plan.newop.plan_new_op = lambda *a, **k: time.sleep(60)\n"
              "print('planning', flush=True)\nfrom mpsgen.__main__ import main\nmain()"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         )

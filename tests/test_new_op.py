@@ -532,7 +532,7 @@ def test_kind_and_dtypes_come_from_the_tree(real_tree: Path, run, without_shippe
 
 
 def test_a_bool_output_is_read_from_the_cpu_kernel(real_tree: Path):
-    from mpsgen.plan.newop import kind_and_dtypes_from_tree
+    from mpsgen.tree.op_facts import kind_and_dtypes_from_tree
     from mpsgen.tree import PytorchTree
 
     # signbit_out builds a unary_force_boolean_op (the practice UnaryOps.cpp): bool_out

@@ -19,7 +19,8 @@ from mpsgen.edits import add_include
 from mpsgen.edits import mpsgraph as mpsgraph_edit
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.core.errors import Refused
-from mpsgen.plan.newop import no_host_kernel_refusal, plan_new_op, rows_of_op
+from mpsgen.plan.newop import plan_new_op
+from mpsgen.tree.op_facts import no_host_kernel_refusal, rows_of_op
 from mpsgen.spec.reduction import reduction_evidence
 from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OpSpec

@@ -25,7 +25,7 @@ from mpsgen.edits.params_header import add_struct, new_header
 from mpsgen.core.errors import Refused
 from mpsgen.plan.migrate import find_impls, mm_files, remove_mpsgraph_impls
 from mpsgen.plan.newkernel import append_kernel_to_metal, cmake_note, library_block
-from mpsgen.plan.newop import rows_of_op
+from mpsgen.tree.op_facts import rows_of_op
 from mpsgen.tree.legacy import legacy_rows
 from mpsgen.spec.reduction import ReductionSpec
 from mpsgen.codegen.reduction import (

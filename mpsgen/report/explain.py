@@ -201,7 +201,7 @@ _XFAILS = "explain: xfail entries"  # in PytorchTree.memo
 
 def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) -> tuple[list[str], list[str]]:
     """The common_mps.py xfail/skip entries and OpInfo MPS decorators naming the op."""
-    from mpsgen.plan.newop import opinfo_keys
+    from mpsgen.tree.op_facts import opinfo_keys
     from mpsgen.tree.native_yaml import NativeFunctions
     from mpsgen.tree.xfails import read_xfail_entries, unedited_mentions
 
@@ -395,7 +395,7 @@ def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str |
 def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:
     """The spec ``mpsgen new-op OP`` / ``migrate-from-mpsgraph OP`` runs with no flags: the
     shipped spec, else the kind from the rows' schemas, the dtypes from the OpInfo and no functor."""
-    from mpsgen.plan.newop import kind_and_dtypes_from_tree
+    from mpsgen.tree.op_facts import kind_and_dtypes_from_tree
     from mpsgen.spec.op import FunctorSource, OpSpec, load_spec
 
     shipped = resource_dir("specs") / f"{op}.yaml"
@@ -460,7 +460,7 @@ SCAFFOLD_BLOCKER = "no functor source for "  # newop.plan_new_op's blocker for a
 def _guessed_stub(tree: PytorchTree, spec: OpSpec, migrate: bool) -> tuple[str, str] | None:
     """(stub, kernel) when the rows the command serves run a stub chosen by its name alone
     (no .cpp of the tree defines their kernel): the command must name it with --stub."""
-    from mpsgen.plan.newop import schema_rows
+    from mpsgen.tree.op_facts import schema_rows
     from mpsgen.tree.native_yaml import read_native_functions
     from mpsgen.tree.resolver import StubResolver
     from mpsgen.tree.schema import shape_problem
@@ -558,7 +558,7 @@ def addable_ops(tree: PytorchTree, c: Coverage) -> Coverage:
     from dataclasses import replace
 
     from mpsgen.core.errors import MpsgenError
-    from mpsgen.plan.newop import kind_and_dtypes_from_tree
+    from mpsgen.tree.op_facts import kind_and_dtypes_from_tree
     from mpsgen.spec.op import load_spec
 
     specs = resource_dir("specs")

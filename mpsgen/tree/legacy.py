@@ -1,5 +1,5 @@
 """Rows of native_functions.yaml whose MPS dispatch is a kernel of its own (``MPS: acosh_out_mps``)
-rather than the CPU/CUDA one: a fact of the yaml that ``newop.schema_rows`` (for a migration),
+rather than the CPU/CUDA one: a fact of the yaml that ``op_facts.schema_rows`` (for a migration),
 ``migrate`` and ``reduction_migrate`` share."""
 
 from __future__ import annotations
