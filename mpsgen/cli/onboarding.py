@@ -2,8 +2,8 @@
 ``doctor`` (the set-up), ``tutorial`` and ``demo`` (a practice tree). Each reads its flags, calls
 one report and prints it.
 
-The reports, the practice tree and what they import are imported inside the commands, for
-start-up speed: ``--help`` and the other commands do not pay for them."""
+The reports, the practice tree, the spec reader and what they import are imported inside the
+commands, for start-up speed: ``--help`` and the other commands do not pay for them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from mpsgen.cli.output import Text, busy, err, fail, out, print_diff, write_out
 from mpsgen.core.errors import BadInput, MpsgenError, Refused
 from mpsgen.core.files import write_whole
 from mpsgen.core.resources import resource_dir
-from mpsgen.spec.op import check_name, load_spec
 from mpsgen.tree import PytorchTree
 
 
@@ -38,6 +37,7 @@ def explain_cmd(
 
     Example: mpsgen explain acosh"""
     from mpsgen.report.explain import explain_op, op_text
+    from mpsgen.spec.op import check_name
 
     try:
         if why := check_name(op, "op name"):
@@ -186,6 +186,7 @@ def demo(
     Example: mpsgen demo --op acosh"""
     from mpsgen.report.explain import explain_op
     from mpsgen.report.practice import build_practice_tree
+    from mpsgen.spec.op import load_spec
 
     try:
         spec_path = resource_dir("specs") / f"{op}.yaml"

@@ -10,7 +10,6 @@ pay for them."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
@@ -50,32 +49,30 @@ if TYPE_CHECKING:
 SideFile = tuple[Path, str, bool, str]  # (path, text, whether it may replace a file there, what to say once written)
 
 
-@dataclass(frozen=True)
 class Delivery:
-    """How a change command delivers its change: --dry-run, --patch, --strict, --force."""
+    """How a change command delivers its change: --dry-run, --patch, --strict, --force. (Plain
+    classes here: a dataclass costs the start-up of every command a millisecond.)"""
 
-    dry_run: bool = False
-    patch: Optional[Path] = None
-    strict: bool = False
-    force: bool = False
-
-    def check(self) -> None:
-        if self.dry_run and self.patch is not None:
+    def __init__(self, dry_run: bool = False, patch: Optional[Path] = None, strict: bool = False, force: bool = False) -> None:
+        if dry_run and patch is not None:
             raise BadInput("--dry-run and --patch are mutually exclusive.")
+        self.dry_run, self.patch, self.strict, self.force = dry_run, patch, strict, force
 
 
-@dataclass(frozen=True)
 class Companions:
     """What a change command writes or prints beside the change: --with-test, --with-bench,
     --pr-description."""
 
-    with_test: bool = False
-    with_bench: bool = False
-    pr: bool = False
+    def __init__(self, with_test: bool = False, with_bench: bool = False, pr: bool = False) -> None:
+        self.with_test, self.with_bench, self.pr = with_test, with_bench, pr
+
+    @property
+    def asked(self) -> list[str]:
+        return [f for f, on in (("--with-test", self.with_test), ("--with-bench", self.with_bench), ("--pr-description", self.pr)) if on]
 
     @property
     def given(self) -> frozenset[str]:
-        return frozenset(f for f, on in (("--with-test", self.with_test), ("--with-bench", self.with_bench), ("--pr-description", self.pr)) if on)
+        return frozenset(self.asked)
 
 
 # -- the companions of new-op and migrate-from-mpsgraph ------------------------------------------
@@ -102,9 +99,8 @@ def companion_files(spec, command: str, companions: Companions) -> list[SideFile
 def reduction_companions(companions: Companions, spec_path: Path) -> Companions:
     """The companions a reduction's migration writes: none yet (asking for one is refused
     before the tree is read)."""
-    asked = [f for f, on in (("--with-test", companions.with_test), ("--with-bench", companions.with_bench), ("--pr-description", companions.pr)) if on]
-    if asked:
-        raise BadInput(f"{', '.join(asked)}: not written for a reduction ({spec_path.name}) yet.", hint="Run without them.")
+    if companions.asked:
+        raise BadInput(f"{', '.join(companions.asked)}: not written for a reduction ({spec_path.name}) yet.", hint="Run without them.")
     return Companions()
 
 
@@ -189,7 +185,6 @@ def new_op(
 
     try:
         delivery = Delivery(dry_run, patch, strict, force)
-        delivery.check()
         flags = SpecFlags(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         spec, notes = build_spec(flags, root=root)
         plan_and_report(
@@ -276,7 +271,6 @@ def migrate_from_mpsgraph(
                 "or --list to see the candidates."
             )
         delivery = Delivery(dry_run, patch, strict, force)
-        delivery.check()
         companions = Companions(with_test, with_bench, pr)
         flags = SpecFlags(op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row)
         shipped_reduction = migration_reduction(flags, partial)
@@ -332,7 +326,7 @@ def new_kernel(
     from mpsgen.spec.load import kernel_spec_for
 
     try:
-        Delivery(dry_run, patch).check()
+        Delivery(dry_run, patch)  # (--dry-run and --patch exclude each other)
         spec = kernel_spec_for(op, spec_file, file, dtypes)
         tree = PytorchTree.locate(root)
         refuse_interrupted(tree.root)
