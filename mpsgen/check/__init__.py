@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from mpsgen.check import rules as _rules  # noqa: F401  (rules: registers the rules)
+from mpsgen.check import rules_reductions as _rules_reductions  # noqa: F401  (MPS019)
 from mpsgen.check.index import Index
 from mpsgen.check.model import ERROR, RULES, WARNING, Finding, Rule
 from mpsgen.check.rules import Facts

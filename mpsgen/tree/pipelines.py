@@ -36,13 +36,15 @@ _DTYPE_KEYS = {
 class PipelineRequest(NamedTuple):
     """A name the host asks for: ``parts`` are literal strings and ``None`` holes;
     ``dtype_hole`` is the index of the hole ``scalarToMetalTypeString`` fills (or -1);
-    ``dtypes`` the Metal types the host's dtype check accepts (empty when it has none mpsgen reads)."""
+    ``dtypes`` the Metal types the host's dtype check accepts (empty when it has none mpsgen reads);
+    ``holes`` the C++ expression that fills each hole, in order (``opts.prefix``), when read."""
 
     path: str
     line: int
     parts: tuple[str | None, ...]
     dtype_hole: int = -1
     dtypes: tuple[str, ...] = ()
+    holes: tuple[str, ...] = ()
 
     @property
     def shown(self) -> str:
@@ -97,11 +99,13 @@ def _merge(parts: list[str | None]) -> tuple[str | None, ...]:
     return tuple(out)
 
 
-def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
-    """``"a_" + f(x) + "_b"`` -> (("a_", None, "_b"), index of the scalarToMetalTypeString hole)."""
+def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
+    """``"a_" + f(x) + "_b"`` -> (("a_", None, "_b"), index of the scalarToMetalTypeString hole,
+    the expression of each hole)."""
     parts: list[str | None] = []
     dtype_hole = -1
     holes = 0
+    filled: list[str] = []
     for term in _split_top(expr, "+"):
         term = term.strip()
         wrapped = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", term, re.S)
@@ -115,9 +119,13 @@ def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
             return None
         if "scalarToMetalTypeString" in term and dtype_hole < 0:
             dtype_hole = holes
+        if parts and parts[-1] is None:  # (two holes in a row merge into one: its expression is not one)
+            filled[-1] = ""
+        else:
+            filled.append(term)
         parts.append(None)
         holes += 1
-    return _merge(parts), dtype_hole
+    return _merge(parts), dtype_hole, tuple(filled)
 
 
 def _split_top(expr: str, sep: str) -> list[str]:
@@ -136,8 +144,9 @@ def _split_top(expr: str, sep: str) -> list[str]:
     return out
 
 
-def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
-    """``fmt::format("a_{}_{}", x, scalarToMetalTypeString(t))`` -> parts and the dtype hole."""
+def _format(expr: str) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
+    """``fmt::format("a_{}_{}", x, scalarToMetalTypeString(t))`` -> parts, the dtype hole and the
+    expression of each hole."""
     m = re.fullmatch(r"\s*(?:fmt::)?format\s*\((.*)\)\s*", expr, re.S)
     if m is None:
         return None
@@ -150,6 +159,7 @@ def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
         return None
     parts: list[str | None] = []
     dtype_hole = -1
+    filled: list[str] = []
     for k, piece in enumerate(pieces):
         parts.append(piece)
         if k < len(args) - 1:
@@ -161,10 +171,14 @@ def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
                 if "scalarToMetalTypeString" in arg and dtype_hole < 0:
                     dtype_hole = sum(p is None for p in parts)
                 parts.append(None)
-    return _merge([p for p in parts if p != ""]), dtype_hole
+                filled.append(arg)
+    merged = _merge([p for p in parts if p != ""])
+    if sum(p is None for p in merged) != len(filled):  # holes in a row merged: which fills which is lost
+        filled = []
+    return merged, dtype_hole, tuple(filled)
 
 
-def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | None, ...], int] | None:
+def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
     expr = expr.strip()
     if re.fullmatch(r"\w+", expr):  # a variable: its last assignment before the call
         found = None
@@ -210,9 +224,9 @@ def pipeline_requests(path: str, text: str) -> tuple[PipelineRequest, ...] | Non
             # registration is called unrequested while it stands (MPS017 skips it)
             out.append(PipelineRequest(path, text.count("\n", 0, m.start()) + 1, (None,)))
             continue
-        parts, dtype_hole = read
+        parts, dtype_hole, holes = read
         line = text.count("\n", 0, m.start()) + 1
-        out.append(PipelineRequest(path, line, parts, dtype_hole, _accepted_dtypes(text, m.start())))
+        out.append(PipelineRequest(path, line, parts, dtype_hole, _accepted_dtypes(text, m.start()), holes))
     return tuple(out)
 
 
@@ -280,6 +294,9 @@ class HostNameSite(NamedTuple):
     calls: tuple[str, ...] = ()
     nested: bool = False
     plain: str = ""
+    # its macro is instantiated nowhere in the file (no call, no other macro's, no `##` that
+    # could make its name): it registers nothing
+    unused: bool = False
 
     @property
     def head(self) -> str:
@@ -302,6 +319,8 @@ class HostNameSite(NamedTuple):
 def _expand(site: HostNameSite) -> list[HostName]:
     if site.plain:
         return [HostName(site.path, site.line, (site.plain,))]
+    if site.unused:
+        return []
     out = []
     if site.params is None:
         bindings: list[dict[str, str]] = [{}]
@@ -373,7 +392,8 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
             out.append(HostNameSite(path, line, expr, None))
             continue
         macro = inside[2]
-        out.append(HostNameSite(path, line, expr, tuple(inside[3]), frozen.get(macro, ()), macro in nested))
+        unused = macro not in frozen and macro not in nested and "##" not in masked
+        out.append(HostNameSite(path, line, expr, tuple(inside[3]), frozen.get(macro, ()), macro in nested, unused=unused))
     return tuple(out)
 
 
