@@ -216,33 +216,40 @@ class _Reached(NamedTuple):
     via: tuple[str, ...]
 
 
-def _reached(host: _HostText, ctx: _Context, seen: set, depth: int = 0) -> list[_Reached]:
-    """The pipeline requests ``ctx.fn`` makes, itself and through the lambdas and kernel
-    functions of the file it calls."""
+def _reached(host: _HostText, ctx: _Context, scope: list[_Callable], seen: set, depth: int = 0) -> list[_Reached]:
+    """The pipeline requests ``ctx.fn`` makes, itself and through the lambdas of ``scope`` (those
+    of the function that defines them) and the kernel functions of the file it calls. A call
+    inside a lambda's body is that lambda's, bound with its parameters."""
     fn = ctx.fn
     key = (fn.name, fn.start, repr(sorted(ctx.params.items(), key=str)), repr(sorted(ctx.fields.items(), key=str)))
     if key in seen or depth > MAX_DEPTH:
         return []
     seen.add(key)
-    lambdas = [lam for lam in host.lambdas(fn) if lam.start != fn.start]
-    inner = [(lam.start, lam.end) for lam in lambdas]
+    inner = [(lam.start, lam.end) for lam in scope if lam.start != fn.start and fn.start < lam.start < fn.end]
+
+    def own(at: int) -> bool:
+        return fn.start <= at <= fn.end and not any(s <= at <= e for s, e in inner)
+
     out = []
     for r in host.requests or ():
         at = host.offset(r.line)
-        if fn.start <= at <= fn.end and not any(s <= at <= e for s, e in inner):
+        if own(at):
             heads = None
             if r.parts and r.parts[0] is None and r.holes and r.holes[0]:
                 heads = _values(host, r.holes[0], at, ctx)
             out.append(_Reached(r, heads, ctx.via))
-    for lam in lambdas:
+    for lam in scope:
+        if lam.start == fn.start:
+            continue
         for at, args in host.calls(lam.name, fn.start, fn.end):
-            if not lam.start <= at <= lam.end:
-                out += _reached(host, _bind(host, lam, args, ctx, at, ctx), seen, depth + 1)
+            if own(at):
+                out += _reached(host, _bind(host, lam, args, ctx, at, ctx), scope, seen, depth + 1)
     for g in host.functions.values():
         if g.start == fn.start:
             continue
         for at, args in host.calls(g.name, fn.start, fn.end):
-            out += _reached(host, _bind(host, g, args, ctx, at, None), seen, depth + 1)
+            if own(at):
+                out += _reached(host, _bind(host, g, args, ctx, at, None), host.lambdas(g), seen, depth + 1)
     return out
 
 
@@ -369,7 +376,7 @@ def reduction_without_kernel(f: Facts) -> Iterator[Finding]:
                 sides = _pipeline_sides(f)
             start = _Context(fn, {p: None for p in fn.params}, {}, None, (fn.name,))
             said = set()
-            for reached in _reached(host, start, set()):
+            for reached in _reached(host, start, host.lambdas(fn), set()):
                 r = reached.request
                 if r.parts == (None,):
                     continue

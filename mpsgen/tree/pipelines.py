@@ -272,11 +272,13 @@ def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...
             parts.append(params.get(value))
         else:
             bound = params.get(value)
-            parts.append(bound.strip('"') if bound is not None and bound.startswith('"') else None)
+            inner = _host_name_tokens(bound) if bound is not None and bound.startswith('"') else None
+            # a parameter given string literals (`NAME "_reduction_" "float"`): their text
+            parts.append("".join(v for _k, v in inner) if inner and all(k == "lit" for k, _v in inner) else None)
     return _merge(parts)
 
 
-_ARGS = re.compile(r"\s*\(([^()\n]*)\)")  # a macro call's arguments, after its name
+_OPEN_PAREN = re.compile(r"[ \t]*\(")  # a macro call's parenthesis, after its name
 _PLAIN_KERNEL = re.compile(r"^[ \t]*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+(\w+)\s*\(", re.M)
 
 
@@ -289,9 +291,10 @@ class HostNameSite(NamedTuple):
     line: int
     expr: str  # the host_name's argument text ("" for a plain kernel, whose name is `plain`)
     params: tuple[str, ...] | None  # its macro's parameters (None: not in a macro)
-    # the argument text of each direct call of its macro in the file, and whether other macros
-    # call it too (then it also registers a pattern with holes)
-    calls: tuple[str, ...] = ()
+    # the arguments of each instantiation of its macro in the file: a direct call's, and a call
+    # made by another macro's body with that macro's own instantiations substituted in; and
+    # whether some instantiation could not be followed (then it also registers a pattern with holes)
+    calls: tuple[tuple[str, ...], ...] = ()
     nested: bool = False
     plain: str = ""
     # its macro is instantiated nowhere in the file (no call, no other macro's, no `##` that
@@ -326,9 +329,9 @@ def _expand(site: HostNameSite) -> list[HostName]:
         bindings: list[dict[str, str]] = [{}]
     else:
         bindings = []
-        for argtext in site.calls:
-            args = [a.strip() for a in argtext.split(",")]
-            if len(args) == len(site.params):
+        variadic = bool(site.params) and site.params[-1] == "..."
+        for args in site.calls:
+            if len(args) == len(site.params) or (variadic and len(args) >= len(site.params) - 1):
                 bindings.append(dict(zip(site.params, args)))
     for binding in bindings:
         parts = _host_name_parts(site.expr, binding)
@@ -363,24 +366,57 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
         return defines[k] if k >= 0 and defines[k][0] <= at < defines[k][1] else None
 
     found = list(_HOST_NAME.finditer(masked))
-    # the direct calls of the macros that hold a host_name (few a file), read once a macro
-    wanted = tuple(sorted({d[2] for m in found if (d := enclosing(m.start())) is not None}))
-    direct: dict[str, list[str]] = {}
-    nested: set[str] = set()
+    params_of = {d[2]: d[3] for d in defines}
     spans = {d[2]: (d[0], d[1]) for d in defines}
-    for macro in wanted:  # (a string search a macro: no regex compiled for each file's names)
+    # the calls of the macros that hold a host_name, and of the macros whose bodies call those,
+    # up the chain: (argument texts, the macro whose body makes the call or None)
+    calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
+    todo = sorted({d[2] for m in found if (d := enclosing(m.start())) is not None})
+    mentioned: set[str] = set()
+    while todo:
+        macro = todo.pop()
+        if macro in calls:
+            continue
+        calls[macro] = []
         start, end = spans[macro]
-        at = masked.find(macro)
+        at = masked.find(macro)  # (a string search a macro: no regex compiled for each file's names)
         while at >= 0:
-            call = _ARGS.match(masked, at + len(macro))
-            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_"))
-            if call is not None and word and not start <= at < end:  # (not the #define line itself)
-                if enclosing(at) is not None:
-                    nested.add(macro)  # instantiated by another macro: its arguments are that one's
-                else:
-                    direct.setdefault(macro, []).append(call.group(1))
-            at = masked.find(macro, at + len(macro))
-    frozen = {macro: tuple(args) for macro, args in direct.items()}
+            after = at + len(macro)
+            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_")) and not (
+                after < len(masked) and (masked[after].isalnum() or masked[after] == "_"))
+            if word and not start <= at < end:  # (not the #define line itself)
+                mentioned.add(macro)
+                paren = _OPEN_PAREN.match(masked, after)
+                close = match_close(masked, paren.end() - 1) if paren else -1
+                if close > 0:
+                    args = tuple(a.strip() for a in _split_top(masked[paren.end() : close].replace("\\\n", " "), ","))
+                    outer = enclosing(at)
+                    calls[macro].append((args, outer[2] if outer is not None else None))
+                    if outer is not None and outer[2] not in calls:
+                        todo.append(outer[2])
+            at = masked.find(macro, after)
+
+    resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
+
+    def instantiations(macro: str, depth: int = 0) -> tuple[list[tuple[str, ...]], bool]:
+        """Every argument set ``macro`` is instantiated with, and whether some could not be read."""
+        if macro in resolved:
+            return resolved[macro]
+        resolved[macro] = ([], True)  # (a cycle: not followed)
+        out: list[tuple[str, ...]] = []
+        partial = depth > 8
+        for args, outer in calls.get(macro, ()) if not partial else ():
+            if outer is None:
+                out.append(args)
+                continue
+            sets, outer_partial = instantiations(outer, depth + 1)
+            partial |= outer_partial
+            for bound in sets:
+                binding = dict(zip(params_of[outer], bound))
+                out.append(tuple(_substitute(a, binding) for a in args))
+        resolved[macro] = (out, partial)
+        return resolved[macro]
+
     for m in found:
         close = match_close(masked, m.end() - 1)
         if close < 0:
@@ -392,9 +428,28 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
             out.append(HostNameSite(path, line, expr, None))
             continue
         macro = inside[2]
-        unused = macro not in frozen and macro not in nested and "##" not in masked
-        out.append(HostNameSite(path, line, expr, tuple(inside[3]), frozen.get(macro, ()), macro in nested, unused=unused))
+        sets, partial = instantiations(macro)
+        unused = macro not in mentioned and "##" not in masked
+        out.append(HostNameSite(path, line, expr, tuple(inside[3]), tuple(sets), partial, unused=unused))
     return tuple(out)
+
+
+_MACRO_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#\s*(\w+)|(\w+)')
+
+
+def _substitute(arg: str, binding: dict[str, str]) -> str:
+    """A macro argument written in an outer macro's body, with that macro's parameters replaced
+    by their values (``#P`` stringized; string literals left alone)."""
+
+    def one(m: re.Match) -> str:
+        if m.group(1) is not None:
+            value = binding.get(m.group(1))
+            return f'"{value}"' if value is not None and '"' not in value else m.group(0)
+        if m.group(2) is not None:
+            return binding.get(m.group(2), m.group(2))
+        return m.group(0)
+
+    return _MACRO_TOKEN.sub(one, arg)
 
 
 def host_names(path: str, text: str) -> tuple[HostName, ...]:
