@@ -31,6 +31,8 @@ _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _LAMBDA = re.compile(r"\bauto\s*&?\s*(\w+)\s*=\s*\[[^\]]*\]\s*\(")
 _FIELD = re.compile(r"(\w+)\s*(?:\.|->)\s*(\w+)")
 _DESIGNATED = re.compile(r"\.\s*(\w+)\s*=\s*(.*)", re.S)
+# a static function's definition at the start of a line: its name is the word before the "("
+_STATIC_FN = re.compile(r"^static[ \t]+(?:inline[ \t]+)?[\w:<>,& \t*]*?\b(\w+)[ \t]*\(", re.M)
 
 
 class _Callable(NamedTuple):
@@ -69,6 +71,9 @@ class _HostText:
             fn = self._callable(k.name, self.starts[k.start_line])
             if fn is not None:
                 self.functions[k.name] = fn
+        for m in _STATIC_FN.finditer(self.masked):  # the file's other static helpers (taking tensors)
+            if m.group(1) not in self.functions and (fn := self._callable_at(m.group(1), m.end() - 1)) is not None:
+                self.functions[m.group(1)] = fn
 
     def _callable(self, name: str, from_offset: int) -> _Callable | None:
         m = re.compile(rf"\b{re.escape(name)}\s*\(").search(self.masked, from_offset)
@@ -342,8 +347,9 @@ upstream's `sum_kernel_mps` calls `sum_nansum_kernel_mps(iter, "sum_")`, which h
 whose prefix is computed at run time is MPS017's business; a registration made by a macro of
 the file is not checked for the function's existence.
 
-MPS017 reports the same missing kernel at the host's request; this rule reports it at the
-registration, naming the stub whose ops fail.
+Where the name the host writes starts with a literal (`"prod_reduction_general_{}_{}"`), MPS017
+reports the same missing kernel at the request; this rule reports it at the registration,
+naming the stub whose ops fail, and also where the prefix is an argument MPS017 cannot read.
 
 Fix: register the kernel (for the prefix and dtype named) in the .metal file, correct the name
 the host asks for, or register the function that exists.
