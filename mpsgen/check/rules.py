@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from functools import cached_property, partial
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from mpsgen.check.index import Definition, Dispatch, Index, KernelUse, Registration
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
@@ -981,6 +982,14 @@ class _Pipelines:
         self._by_head: dict[str, list] = {}
         for sites in self.sites_by_path.values():
             for site in sites:
+                if not site.head and site.params is not None:
+                    # a macro's name pasted from its arguments ("PREFIX "reduction_" #T"): looked up
+                    # by the names its instantiations make, when all of them start with a literal
+                    names = site.names()
+                    if names and all(n.parts[0] is not None for n in names):
+                        for n in names:
+                            self._by_head.setdefault(n.parts[0], []).append(_OneName(n))
+                        continue
                 self._by_head.setdefault(site.head, []).append(site)
         self._heads = sorted(self._by_head)
         # requests by their literal head ("" when they start with a hole or are not read)
@@ -1021,6 +1030,15 @@ class _Pipelines:
             r for r in candidates
             if may_match(r.parts, name.parts) and (r.parts[0] is not None or r.path == own_host)
         ]
+
+
+class _OneName(NamedTuple):
+    """One registered name, looked up as a site of its own."""
+
+    name: object  # a mpsgen.tree.pipelines.HostName
+
+    def names(self) -> list:
+        return [self.name]
 
 
 def _pipeline_sides(f: Facts) -> _Pipelines:

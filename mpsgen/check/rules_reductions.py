@@ -16,14 +16,14 @@ be bound (a prefix computed at run time) is left to MPS017, never guessed.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import partial
 from collections.abc import Iterator
 from typing import NamedTuple
 
 from mpsgen.check.model import ERROR, Finding, rule
 from mpsgen.check.rules import Facts, _pipeline_sides
-from mpsgen.tree.mm import scan_mm
-from mpsgen.tree.source import line_starts, mask_c_comments_and_strings, match_close, split_args
+from mpsgen.tree.source import close_bracket, line_starts, mask_c_comments_and_strings, split_args
 from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS
 
 MAX_DEPTH = 6  # calls followed from the registered function (upstream's chain is three deep)
@@ -31,6 +31,8 @@ _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _LAMBDA = re.compile(r"\bauto\s*&?\s*(\w+)\s*=\s*\[[^\]]*\]\s*\(")
 _FIELD = re.compile(r"(\w+)\s*(?:\.|->)\s*(\w+)")
 _DESIGNATED = re.compile(r"\.\s*(\w+)\s*=\s*(.*)", re.S)
+_CALL = re.compile(r"(?<![\w.>:])(\w+)\s*\(")
+_ASSIGNED = re.compile(r"(?<![\w.>])(\w+)\s*(?<![=!<>+\-*/])=(?!=)")
 # a static function's definition at the start of a line: its name is the word before the "("
 _STATIC_FN = re.compile(r"^static[ \t]+(?:inline[ \t]+)?[\w:<>,& \t*]*?\b(\w+)[ \t]*\(", re.M)
 
@@ -52,7 +54,14 @@ class _Context(NamedTuple):
     params: dict
     fields: dict
     parent: _Context | None
-    via: tuple[str, ...]  # the callables followed to get here, from the registered function
+
+    @property
+    def key(self) -> tuple:
+        """What the requests it reaches depend on (its callable, its bindings, its parent's)."""
+        return (
+            self.fn.start, repr(sorted(self.params.items(), key=str)), repr(sorted(self.fields.items(), key=str)),
+            self.parent.key if self.parent is not None else None,
+        )
 
 
 class _HostText:
@@ -67,27 +76,26 @@ class _HostText:
         self.starts = line_starts(text)
         self.requests = pipeline_requests(path, text)
         self.functions: dict[str, _Callable] = {}
-        for k in scan_mm(text).kernel_functions:  # static void NAME(TensorIterator& ...) { ... }
-            fn = self._callable(k.name, self.starts[k.start_line])
-            if fn is not None:
-                self.functions[k.name] = fn
-        for m in _STATIC_FN.finditer(self.masked):  # the file's other static helpers (taking tensors)
+        self._calls: list[tuple[int, str]] | None = None  # (offset, name) of each `name(` (read once)
+        self._call_offsets: list[int] = []
+        self._args: dict[int, tuple[int, list[tuple[str, int]]] | None] = {}
+        self._assigned: dict[int, dict[str, list[tuple[int, int]]]] = {}  # by body: name -> (offset, value offset)
+        self._lambdas: dict[int, list[_Callable]] = {}
+        self.reached: dict[tuple, list[_Reached]] = {}  # by _Context.key
+        # its static functions (kernel functions `static void NAME(TensorIterator& ...)` among them)
+        for m in _STATIC_FN.finditer(self.masked):
             if m.group(1) not in self.functions and (fn := self._callable_at(m.group(1), m.end() - 1)) is not None:
                 self.functions[m.group(1)] = fn
 
-    def _callable(self, name: str, from_offset: int) -> _Callable | None:
-        m = re.compile(rf"\b{re.escape(name)}\s*\(").search(self.masked, from_offset)
-        return self._callable_at(name, m.end() - 1) if m else None
-
     def _callable_at(self, name: str, open_paren: int) -> _Callable | None:
-        close = match_close(self.masked, open_paren)
+        close = close_bracket(self.masked, open_paren)
         if close < 0:
             return None
         brace = self.masked.find("{", close)
         semi = self.masked.find(";", close)
         if brace < 0 or 0 <= semi < brace:
             return None
-        end = match_close(self.masked, brace)
+        end = close_bracket(self.masked, brace)
         if end < 0:
             return None
         params = []
@@ -98,27 +106,52 @@ class _HostText:
 
     def lambdas(self, fn: _Callable) -> list[_Callable]:
         """``auto name = [&](params) { ... };`` in ``fn``'s body."""
-        out = []
-        for m in _LAMBDA.finditer(self.masked, fn.start, fn.end):
-            lam = self._callable_at(m.group(1), m.end() - 1)
-            if lam is not None:
-                out.append(lam)
-        return out
+        found = self._lambdas.get(fn.start)
+        if found is None:
+            found = self._lambdas[fn.start] = []
+            for m in _LAMBDA.finditer(self.masked, fn.start, fn.end):
+                lam = self._callable_at(m.group(1), m.end() - 1)
+                if lam is not None:
+                    found.append(lam)
+        return found
 
-    def calls(self, name: str, start: int, end: int) -> Iterator[tuple[int, list[tuple[str, int]]]]:
-        """Each call ``name(args)`` between the offsets: its offset, and each argument's text and offset."""
-        for m in re.compile(rf"(?<![\w.>:]){re.escape(name)}\s*\(").finditer(self.masked, start, end):
-            close = match_close(self.masked, m.end() - 1)
-            if close < 0:
+    def calls(self, names: dict[str, _Callable], start: int, end: int) -> Iterator[tuple[_Callable, int, list[tuple[str, int]]]]:
+        """Each call of one of ``names`` between the offsets: the callable, the call's offset, and
+        each argument's text and offset."""
+        if self._calls is None:
+            self._calls = [(m.start(), m.group(1)) for m in _CALL.finditer(self.masked)]
+            self._call_offsets = [at for at, _name in self._calls]
+        lo, hi = bisect_left(self._call_offsets, start), bisect_left(self._call_offsets, end)
+        for at, name in self._calls[lo:hi]:
+            callee = names.get(name)
+            if callee is None:
                 continue
-            inner = self.masked[m.end() : close]
-            args, at = [], m.end()
-            for piece in split_args(inner):
-                found = self.masked.find(piece, at, close) if piece else at
-                found = at if found < 0 else found
-                args.append((self.text[found : found + len(piece)], found))
-                at = found + len(piece)
-            yield m.start(), args
+            if at not in self._args:
+                self._args[at] = self._read_args(at)
+            if self._args[at] is not None:
+                yield callee, at, self._args[at]
+
+    def _read_args(self, at: int) -> list[tuple[str, int]] | None:
+        open_paren = self.masked.index("(", at)
+        close = close_bracket(self.masked, open_paren)
+        if close < 0:
+            return None
+        args, pos = [], open_paren + 1
+        for piece in split_args(self.masked[open_paren + 1 : close]):
+            found = self.masked.find(piece, pos, close) if piece else pos
+            found = pos if found < 0 else found
+            args.append((self.text[found : found + len(piece)], found))
+            pos = found + len(piece)
+        return args
+
+    def assignments(self, fn: _Callable, name: str) -> list[tuple[int, int]]:
+        """(offset, offset of the value) of each ``name = value`` in ``fn``'s body."""
+        table = self._assigned.get(fn.start)
+        if table is None:
+            table = self._assigned[fn.start] = {}
+            for m in _ASSIGNED.finditer(self.masked, fn.start, fn.end):
+                table.setdefault(m.group(1), []).append((m.start(1), m.end()))
+        return table.get(name, [])
 
     def offset(self, line: int) -> int:
         return self.starts[line - 1]
@@ -126,6 +159,8 @@ class _HostText:
 
 def _ternary(expr: str) -> tuple[str, str] | None:
     """``c ? a : b`` -> (a, b) at the top level of ``expr`` (strings masked)."""
+    if "?" not in expr:
+        return None
     masked = mask_c_comments_and_strings(expr)
     depth, q = 0, -1
     for i, c in enumerate(masked):
@@ -165,13 +200,14 @@ def _values(host: _HostText, expr: str, at: int, ctx: _Context, depth: int = 0) 
         if expr in c.params:
             return c.params[expr]
         # a local: every value assigned to it in this body before `at`
-        assigned = re.compile(rf"(?<![\w.>]){expr}\s*(?<![=!<>+\-*/])=(?!=)")
         found, union = False, set()
-        for a in assigned.finditer(host.masked, c.fn.start, min(at, c.fn.end)):
-            semi = host.masked.find(";", a.end())
+        for where, value in host.assignments(c.fn, expr):
+            if where >= at:
+                break
+            semi = host.masked.find(";", value)
             if semi < 0:
                 return None
-            got = _values(host, host.text[a.end() : semi], a.start(), c, depth + 1)
+            got = _values(host, host.text[value:semi], where, c, depth + 1)
             if got is None:
                 return None
             found = True
@@ -212,24 +248,27 @@ def _bind(host: _HostText, callee: _Callable, args: list[tuple[str, int]], calle
             fields[name] = passed
         else:
             params[name] = _values(host, expr, where, caller)
-    return _Context(callee, params, fields, parent, caller.via + (callee.name,))
+    return _Context(callee, params, fields, parent)
 
 
 class _Reached(NamedTuple):
     request: object  # a mpsgen.tree.pipelines.PipelineRequest
     heads: frozenset[str] | None  # the literals its leading hole may hold (None: not bound)
-    via: tuple[str, ...]
+    via: tuple[str, ...]  # the callables it is reached through, from the one asked about
 
 
-def _reached(host: _HostText, ctx: _Context, scope: list[_Callable], seen: set, depth: int = 0) -> list[_Reached]:
+def _reached(host: _HostText, ctx: _Context, scope: list[_Callable], stack: set, depth: int = 0) -> list[_Reached]:
     """The pipeline requests ``ctx.fn`` makes, itself and through the lambdas of ``scope`` (those
     of the function that defines them) and the kernel functions of the file it calls. A call
-    inside a lambda's body is that lambda's, bound with its parameters."""
+    inside a lambda's body is that lambda's, bound with its parameters. Worked out once per
+    callable and bindings (registrations share their helpers)."""
     fn = ctx.fn
-    key = (fn.name, fn.start, repr(sorted(ctx.params.items(), key=str)), repr(sorted(ctx.fields.items(), key=str)))
-    if key in seen or depth > MAX_DEPTH:
+    key = ctx.key
+    if key in host.reached:
+        return host.reached[key]
+    if key in stack or depth > MAX_DEPTH:
         return []
-    seen.add(key)
+    stack.add(key)
     inner = [(lam.start, lam.end) for lam in scope if lam.start != fn.start and fn.start < lam.start < fn.end]
 
     def own(at: int) -> bool:
@@ -242,19 +281,18 @@ def _reached(host: _HostText, ctx: _Context, scope: list[_Callable], seen: set, 
             heads = None
             if r.parts and r.parts[0] is None and r.holes and r.holes[0]:
                 heads = _values(host, r.holes[0], at, ctx)
-            out.append(_Reached(r, heads, ctx.via))
-    for lam in scope:
-        if lam.start == fn.start:
-            continue
-        for at, args in host.calls(lam.name, fn.start, fn.end):
-            if own(at):
-                out += _reached(host, _bind(host, lam, args, ctx, at, ctx), scope, seen, depth + 1)
-    for g in host.functions.values():
-        if g.start == fn.start:
-            continue
-        for at, args in host.calls(g.name, fn.start, fn.end):
-            if own(at):
-                out += _reached(host, _bind(host, g, args, ctx, at, None), host.lambdas(g), seen, depth + 1)
+            out.append(_Reached(r, heads, (fn.name,)))
+    lambdas = {lam.name: lam for lam in scope if lam.start != fn.start}
+    for lam, at, args in host.calls(lambdas, fn.start, fn.end):
+        if own(at):
+            found = _reached(host, _bind(host, lam, args, ctx, at, ctx), scope, stack, depth + 1)
+            out += [r._replace(via=(fn.name,) + r.via) for r in found]
+    for g, at, args in host.calls(host.functions, fn.start, fn.end):
+        if g.start != fn.start and own(at):
+            found = _reached(host, _bind(host, g, args, ctx, at, None), host.lambdas(g), stack, depth + 1)
+            out += [r._replace(via=(fn.name,) + r.via) for r in found]
+    stack.discard(key)
+    host.reached[key] = out
     return out
 
 
@@ -360,11 +398,13 @@ def reduction_without_kernel(f: Facts) -> Iterator[Finding]:
     if not stubs:
         return
     sides = None
+    registered: dict[tuple, bool] = {}
     for stub in sorted(stubs & set(f.dispatches)):
         for d in f.dispatches[stub]:
             name = d.function.rpartition("::")[2]
             shown_call = f"REGISTER_DISPATCH({stub}, {'&' if d.via is None else ''}{d.function})"
-            if d.via is None and _undefined(f, name, stub):
+            host = _host(f, d.path) if d.path.endswith(".mm") else None
+            if d.via is None and (host is None or name not in host.functions) and _undefined(f, name, stub):
                 yield Finding(
                     d.path, d.line, 0, "MPS019", ERROR,
                     f"{shown_call} registers {name}, which no file under aten/src/ATen/native/mps defines: the build fails",
@@ -372,17 +412,14 @@ def reduction_without_kernel(f: Facts) -> Iterator[Finding]:
                     locate=partial(_sites, f, stub, ()),
                 )
                 continue
-            if not d.path.endswith(".mm"):
-                continue
-            host = _host(f, d.path)
             fn = host.functions.get(name) if host is not None and host.requests else None
             if fn is None:
                 continue  # defined elsewhere, by a macro, or asking for no pipeline by name
             if sides is None:
                 sides = _pipeline_sides(f)
-            start = _Context(fn, {p: None for p in fn.params}, {}, None, (fn.name,))
+            start = _Context(fn, {p: None for p in fn.params}, {}, None)
             said = set()
-            for reached in _reached(host, start, host.lambdas(fn), set()):
+            for reached in dict.fromkeys(_reached(host, start, host.lambdas(fn), set())):
                 r = reached.request
                 if r.parts == (None,):
                     continue
@@ -398,7 +435,9 @@ def reduction_without_kernel(f: Facts) -> Iterator[Finding]:
                     if r.dtype_hole >= 0 and dtype_hole >= 0 and r.dtypes:
                         wanted += [(_fill(parts, dtype_hole, dt), dt) for dt in r.dtypes]
                     for want, dtype in wanted:
-                        if sides.registered(want):
+                        if want not in registered:
+                            registered[want] = sides.registered(want)
+                        if registered[want]:
                             continue
                         missing_bare = dtype is None
                         shown = _shown(want)
