@@ -8,22 +8,28 @@ functions and lambdas it calls, with a kernel prefix handed down as an argument 
 literal the caller passes (upstream's ``sum_kernel_mps`` -> ``sum_nansum_kernel_mps(iter,
 "sum_")`` -> ``reduction_dispatch_mps(iter, ReductionDispatch{.prefix = kernel_prefix, ...})``
 -> ``fmt::format("{}reduction_{}_{}", opts.prefix, ...)``). The names are read by
-:mod:`mpsgen.tree.pipelines` (both sides) and the functions by :mod:`mpsgen.tree.mm`; what this
-module adds is the binding of a name's leading hole to the literals that reach it. What cannot
-be bound (a prefix computed at run time) is left to MPS017, never guessed.
+:mod:`mpsgen.tree.pipelines` (both sides: the requests with the expression filling each hole,
+the registrations through macros that call macros); what this module adds is finding the
+file's static functions and lambdas, and binding a name's leading hole to the literals that
+reach it. What cannot be bound (a prefix computed at run time) is left to MPS017, never guessed.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import partial
 from collections.abc import Iterator
+from functools import partial
 from typing import NamedTuple
 
 from mpsgen.check.model import ERROR, Finding, rule
 from mpsgen.check.rules import Facts, _pipeline_sides
-from mpsgen.tree.source import close_bracket, line_starts, mask_c_comments_and_strings, split_args
+from mpsgen.tree.source import (
+    close_bracket,
+    line_starts,
+    mask_c_comments_and_strings,
+    split_args,
+)
 from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS
 
 MAX_DEPTH = 6  # calls followed from the registered function (upstream's chain is three deep)
@@ -78,7 +84,7 @@ class _HostText:
         self.functions: dict[str, _Callable] = {}
         self._calls: list[tuple[int, str]] | None = None  # (offset, name) of each `name(` (read once)
         self._call_offsets: list[int] = []
-        self._args: dict[int, tuple[int, list[tuple[str, int]]] | None] = {}
+        self._args: dict[int, list[tuple[str, int]] | None] = {}
         self._assigned: dict[int, dict[str, list[tuple[int, int]]]] = {}  # by body: name -> (offset, value offset)
         self._lambdas: dict[int, list[_Callable]] = {}
         self.reached: dict[tuple, list[_Reached]] = {}  # by _Context.key
@@ -404,7 +410,8 @@ def reduction_without_kernel(f: Facts) -> Iterator[Finding]:
             name = d.function.rpartition("::")[2]
             shown_call = f"REGISTER_DISPATCH({stub}, {'&' if d.via is None else ''}{d.function})"
             host = _host(f, d.path) if d.path.endswith(".mm") else None
-            if d.via is None and (host is None or name not in host.functions) and _undefined(f, name, stub):
+            plain = re.fullmatch(r"[\w:]+", d.function) is not None  # (not a lambda or an expression)
+            if d.via is None and plain and (host is None or name not in host.functions) and _undefined(f, name, stub):
                 yield Finding(
                     d.path, d.line, 0, "MPS019", ERROR,
                     f"{shown_call} registers {name}, which no file under aten/src/ATen/native/mps defines: the build fails",

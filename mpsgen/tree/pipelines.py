@@ -373,6 +373,7 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
     calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
     todo = sorted({d[2] for m in found if (d := enclosing(m.start())) is not None})
     mentioned: set[str] = set()
+    uncalled: set[str] = set()
     while todo:
         macro = todo.pop()
         if macro in calls:
@@ -394,6 +395,8 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
                     calls[macro].append((args, outer[2] if outer is not None else None))
                     if outer is not None and outer[2] not in calls:
                         todo.append(outer[2])
+                else:
+                    uncalled.add(macro)  # named without a call (handed to another macro): not followed
             at = masked.find(macro, after)
 
     resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
@@ -404,8 +407,9 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
             return resolved[macro]
         resolved[macro] = ([], True)  # (a cycle: not followed)
         out: list[tuple[str, ...]] = []
-        partial = depth > 8
-        for args, outer in calls.get(macro, ()) if not partial else ():
+        # (a macro no line calls may still be called by a name some `##` pastes together)
+        partial = depth > 8 or macro in uncalled or (not calls.get(macro) and "##" in masked)
+        for args, outer in calls.get(macro, ()) if depth <= 8 else ():
             if outer is None:
                 out.append(args)
                 continue

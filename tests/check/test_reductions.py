@@ -73,8 +73,8 @@ def test_a_registration_of_a_function_that_does_not_exist_is_reported(run, migra
     found = [ln for ln in _check(run, migrated) if " MPS019 " in ln]
     line = line_of(migrated, MM, f"REGISTER_DISPATCH(std_var_stub, &mps::{function});")
     assert found == [
-        f"{MM}:{line}: MPS019 error: REGISTER_DISPATCH(std_var_stub, &mps::{function}) registers {function}, which no file "
-        f"under aten/src/ATen/native/mps defines: the build fails (mpsgen check --explain MPS019)"
+        (f"{MM}:{line}: MPS019 error: REGISTER_DISPATCH(std_var_stub, &mps::{function}) registers {function}, which no file "
+         f"under aten/src/ATen/native/mps defines: the build fails (mpsgen check --explain MPS019)")
     ]
 
 
@@ -203,10 +203,10 @@ def test_a_prefix_handed_down_to_the_dispatcher_is_followed(run, fold_tree: Path
     found = _check(run, fold_tree)
     xor_line = line_of(fold_tree, FOLD_MM_REL, "REGISTER_DISPATCH(xor_sum_stub")
     assert [ln for ln in found if " MPS019 " in ln] == [
-        f"{FOLD_MM_REL}:{xor_line}: MPS019 error: REGISTER_DISPATCH(xor_sum_stub, &xor_sum_kernel_mps): xor_sum_kernel_mps asks the "
-        f"shader library for `pxor_fold_half` (Fold.mm:{line_of(fold_tree, FOLD_MM_REL, 'pxor_fold_{}')}, through pxor_launch) "
-        "(its dtype check accepts half), which no kernels/*.metal registers with [[host_name(...)]]: xor_sum_stub's ops fail "
-        "on MPS at run time (mpsgen check --explain MPS019)"
+        (f"{FOLD_MM_REL}:{xor_line}: MPS019 error: REGISTER_DISPATCH(xor_sum_stub, &xor_sum_kernel_mps): xor_sum_kernel_mps asks the "
+         f"shader library for `pxor_fold_half` (Fold.mm:{line_of(fold_tree, FOLD_MM_REL, 'pxor_fold_{}')}, through pxor_launch) "
+         "(its dtype check accepts half), which no kernels/*.metal registers with [[host_name(...)]]: xor_sum_stub's ops fail "
+         "on MPS at run time (mpsgen check --explain MPS019)")
     ]
     assert [ln.split(": ", 1)[0] for ln in found if " MPS019 " not in ln] == [f"{FOLD_MM_REL}:{line_of(fold_tree, FOLD_MM_REL, 'pxor_fold_{}')}"]
 
@@ -238,4 +238,10 @@ def test_each_literal_that_may_reach_the_prefix_needs_its_kernels(run, fold_tree
 
 def test_a_prefix_computed_at_run_time_is_not_guessed(run, fold_tree: Path):
     edit(fold_tree, FOLD_MM_REL, 'fold_kernel_mps(iter, "psum_");', "fold_kernel_mps(iter, std::string(iter.dtype().name()));")
+    assert not [ln for ln in _mps019(run, fold_tree) if "and_stub" in ln]
+
+
+def test_a_registered_lambda_is_not_called_undefined(run, fold_tree: Path):
+    edit(fold_tree, FOLD_MM_REL, "REGISTER_DISPATCH(and_stub, &and_kernel_mps)",
+         "REGISTER_DISPATCH(and_stub, [](TensorIterator& iter) { and_kernel_mps(iter); })")
     assert not [ln for ln in _mps019(run, fold_tree) if "and_stub" in ln]

@@ -63,3 +63,9 @@ static void f(TensorIterator& iter, const Opts& opts) {
     assert first.parts == (None, "reduction_inner_", None) and first.holes == ("opts.prefix", "scalarToMetalTypeString(iter.input(0))")
     assert first.dtype_hole == 1
     assert second.parts == ("x_", None, "_", None) and second.holes == ("variant", "scalarToMetalTypeString(t)")
+
+
+def test_a_macro_handed_to_another_macro_stays_a_pattern_too():
+    text = NESTED + "#define APPLY(M, T) M(T)\nNEVER_USED(float);\nAPPLY(NEVER_USED, half);\n"
+    names = {n.shown for n in host_names("kernels/Nested.metal", text)}
+    assert {"never_float", "never_*"} <= names  # (never_half is made too: not read, so a hole)
