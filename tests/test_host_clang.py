@@ -152,6 +152,9 @@ SHAPES = [
     (("new-kernel", "_pdist_forward"), "Tensor _pdist_forward_mps(const Tensor& self, double p) {"),
     (("new-kernel", "_pdist_backward"), "mps::pdist_backward_kernel("),
     (("new-kernel", "adaptive_max_pool3d_backward"), "TORCH_IMPL_FUNC(adaptive_max_pool3d_backward_out_mps)"),
+    # reductions through their shared stubs: the general kernel's host (one output; two for var_mean/std_mean)
+    (("migrate-from-mpsgraph", "prod", "--allow-dtype-loss"), "REGISTER_DISPATCH(prod_stub, &mps::prod_mps_kernel);"),
+    (("migrate-from-mpsgraph", "var"), "REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);"),
 ]
 # 2.13's MPSGraph kernels that 2.14.1 has on Metal already (a macro instance's line, a plain
 # function in a file of its own)

@@ -24,10 +24,11 @@ from mpsgen.check.rules import (
     kernels,
     numerics,
     pipelines,
+    reductions,
     xfails,
 )
 
-FAMILIES: tuple[ModuleType, ...] = (aoti_shim, dispatch, journal, kernels, numerics, pipelines, xfails)
+FAMILIES: tuple[ModuleType, ...] = (aoti_shim, dispatch, journal, kernels, numerics, pipelines, reductions, xfails)
 
 
 def gather(families: tuple[ModuleType, ...]) -> dict[str, Rule]:

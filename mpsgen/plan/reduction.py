@@ -298,7 +298,8 @@ def _place_host(text: str, rel: str, header_rel: str, function: str, library: st
     if re.search(rf"\b{re.escape(host_function_name(spec))}\b|REGISTER_DISPATCH\(\s*{re.escape(spec.stub)}\b", text):
         raise Refused(f"{rel} already has {host_function_name(spec)} or a REGISTER_DISPATCH of {spec.stub}.")
     new = text
-    for include in (header_rel[len("aten/src/") :], "fmt/format.h"):
+    # (ATen/native/Pool.h declares safe_downcast, the host's checked narrowing: upstream's ReduceOps.mm includes it too)
+    for include in (header_rel[len("aten/src/") :], "ATen/native/Pool.h", "fmt/format.h"):
         new = add_include(new, include)
     if not re.search(r"^static auto& lib\b|MetalShaderLibrary lib\b", new, re.M):
         opening = re.search(r"^namespace at::native \{\n", new, re.M)

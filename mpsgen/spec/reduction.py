@@ -36,6 +36,7 @@ from pathlib import Path
 from mpsgen.core.errors import Location
 from mpsgen.metal import TORCH_NAMES
 from mpsgen.spec.op import node_location, check_name, compose, load_spec_file, spec_fields
+from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS  # (a reduction stub's headers: check reads them too)
 
 REDUCTION_KIND = "reduction"
 REDUCTION_KEYS = (
@@ -152,7 +153,6 @@ def shipped_reduction_spec(op: str) -> Path | None:
 # what says a row reduces (its kernel is a reduction, never an elementwise functor): a loss's
 # `int reduction`, a `bool keepdim`, the `reduction` tag, a stub declared in these headers
 REDUCING_ARGUMENTS = {"reduction": "int reduction", "keepdim": "bool keepdim"}
-REDUCTION_STUB_HEADERS = ("ReduceOps.h", "ReduceAllOps.h")
 
 
 def reduction_evidence(func: str, tags: tuple[str, ...] = (), stub: str | None = None, stub_declared: str | None = None) -> str | None:

@@ -36,13 +36,15 @@ _DTYPE_KEYS = {
 class PipelineRequest(NamedTuple):
     """A name the host asks for: ``parts`` are literal strings and ``None`` holes;
     ``dtype_hole`` is the index of the hole ``scalarToMetalTypeString`` fills (or -1);
-    ``dtypes`` the Metal types the host's dtype check accepts (empty when it has none mpsgen reads)."""
+    ``dtypes`` the Metal types the host's dtype check accepts (empty when it has none mpsgen reads);
+    ``holes`` the C++ expression that fills each hole, in order (``opts.prefix``), when read."""
 
     path: str
     line: int
     parts: tuple[str | None, ...]
     dtype_hole: int = -1
     dtypes: tuple[str, ...] = ()
+    holes: tuple[str, ...] = ()
 
     @property
     def shown(self) -> str:
@@ -97,11 +99,13 @@ def _merge(parts: list[str | None]) -> tuple[str | None, ...]:
     return tuple(out)
 
 
-def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
-    """``"a_" + f(x) + "_b"`` -> (("a_", None, "_b"), index of the scalarToMetalTypeString hole)."""
+def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
+    """``"a_" + f(x) + "_b"`` -> (("a_", None, "_b"), index of the scalarToMetalTypeString hole,
+    the expression of each hole)."""
     parts: list[str | None] = []
     dtype_hole = -1
     holes = 0
+    filled: list[str] = []
     for term in _split_top(expr, "+"):
         term = term.strip()
         wrapped = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", term, re.S)
@@ -115,9 +119,13 @@ def _concatenation(expr: str) -> tuple[tuple[str | None, ...], int] | None:
             return None
         if "scalarToMetalTypeString" in term and dtype_hole < 0:
             dtype_hole = holes
+        if parts and parts[-1] is None:  # (two holes in a row merge into one: its expression is not one)
+            filled[-1] = ""
+        else:
+            filled.append(term)
         parts.append(None)
         holes += 1
-    return _merge(parts), dtype_hole
+    return _merge(parts), dtype_hole, tuple(filled)
 
 
 def _split_top(expr: str, sep: str) -> list[str]:
@@ -136,8 +144,9 @@ def _split_top(expr: str, sep: str) -> list[str]:
     return out
 
 
-def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
-    """``fmt::format("a_{}_{}", x, scalarToMetalTypeString(t))`` -> parts and the dtype hole."""
+def _format(expr: str) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
+    """``fmt::format("a_{}_{}", x, scalarToMetalTypeString(t))`` -> parts, the dtype hole and the
+    expression of each hole."""
     m = re.fullmatch(r"\s*(?:fmt::)?format\s*\((.*)\)\s*", expr, re.S)
     if m is None:
         return None
@@ -150,6 +159,7 @@ def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
         return None
     parts: list[str | None] = []
     dtype_hole = -1
+    filled: list[str] = []
     for k, piece in enumerate(pieces):
         parts.append(piece)
         if k < len(args) - 1:
@@ -161,10 +171,14 @@ def _format(expr: str) -> tuple[tuple[str | None, ...], int] | None:
                 if "scalarToMetalTypeString" in arg and dtype_hole < 0:
                     dtype_hole = sum(p is None for p in parts)
                 parts.append(None)
-    return _merge([p for p in parts if p != ""]), dtype_hole
+                filled.append(arg)
+    merged = _merge([p for p in parts if p != ""])
+    if sum(p is None for p in merged) != len(filled):  # holes in a row merged: which fills which is lost
+        filled = []
+    return merged, dtype_hole, tuple(filled)
 
 
-def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | None, ...], int] | None:
+def _name_expression(expr: str, text: str, before: int) -> tuple[tuple[str | None, ...], int, tuple[str, ...]] | None:
     expr = expr.strip()
     if re.fullmatch(r"\w+", expr):  # a variable: its last assignment before the call
         found = None
@@ -210,9 +224,9 @@ def pipeline_requests(path: str, text: str) -> tuple[PipelineRequest, ...] | Non
             # registration is called unrequested while it stands (MPS017 skips it)
             out.append(PipelineRequest(path, text.count("\n", 0, m.start()) + 1, (None,)))
             continue
-        parts, dtype_hole = read
+        parts, dtype_hole, holes = read
         line = text.count("\n", 0, m.start()) + 1
-        out.append(PipelineRequest(path, line, parts, dtype_hole, _accepted_dtypes(text, m.start())))
+        out.append(PipelineRequest(path, line, parts, dtype_hole, _accepted_dtypes(text, m.start()), holes))
     return tuple(out)
 
 
@@ -258,11 +272,13 @@ def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...
             parts.append(params.get(value))
         else:
             bound = params.get(value)
-            parts.append(bound.strip('"') if bound is not None and bound.startswith('"') else None)
+            inner = _host_name_tokens(bound) if bound is not None and bound.startswith('"') else None
+            # a parameter given string literals (`NAME "_reduction_" "float"`): their text
+            parts.append("".join(v for _k, v in inner) if inner and all(k == "lit" for k, _v in inner) else None)
     return _merge(parts)
 
 
-_ARGS = re.compile(r"\s*\(([^()\n]*)\)")  # a macro call's arguments, after its name
+_OPEN_PAREN = re.compile(r"[ \t]*\(")  # a macro call's parenthesis, after its name
 _PLAIN_KERNEL = re.compile(r"^[ \t]*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+(\w+)\s*\(", re.M)
 
 
@@ -275,11 +291,15 @@ class HostNameSite(NamedTuple):
     line: int
     expr: str  # the host_name's argument text ("" for a plain kernel, whose name is `plain`)
     params: tuple[str, ...] | None  # its macro's parameters (None: not in a macro)
-    # the argument text of each direct call of its macro in the file, and whether other macros
-    # call it too (then it also registers a pattern with holes)
-    calls: tuple[str, ...] = ()
+    # the arguments of each instantiation of its macro in the file: a direct call's, and a call
+    # made by another macro's body with that macro's own instantiations substituted in; and
+    # whether some instantiation could not be followed (then it also registers a pattern with holes)
+    calls: tuple[tuple[str, ...], ...] = ()
     nested: bool = False
     plain: str = ""
+    # its macro is instantiated nowhere in the file (no call, no other macro's, no `##` that
+    # could make its name): it registers nothing
+    unused: bool = False
 
     @property
     def head(self) -> str:
@@ -302,14 +322,16 @@ class HostNameSite(NamedTuple):
 def _expand(site: HostNameSite) -> list[HostName]:
     if site.plain:
         return [HostName(site.path, site.line, (site.plain,))]
+    if site.unused:
+        return []
     out = []
     if site.params is None:
         bindings: list[dict[str, str]] = [{}]
     else:
         bindings = []
-        for argtext in site.calls:
-            args = [a.strip() for a in argtext.split(",")]
-            if len(args) == len(site.params):
+        variadic = bool(site.params) and site.params[-1] == "..."
+        for args in site.calls:
+            if len(args) == len(site.params) or (variadic and len(args) >= len(site.params) - 1):
                 bindings.append(dict(zip(site.params, args)))
     for binding in bindings:
         parts = _host_name_parts(site.expr, binding)
@@ -344,24 +366,61 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
         return defines[k] if k >= 0 and defines[k][0] <= at < defines[k][1] else None
 
     found = list(_HOST_NAME.finditer(masked))
-    # the direct calls of the macros that hold a host_name (few a file), read once a macro
-    wanted = tuple(sorted({d[2] for m in found if (d := enclosing(m.start())) is not None}))
-    direct: dict[str, list[str]] = {}
-    nested: set[str] = set()
+    params_of = {d[2]: d[3] for d in defines}
     spans = {d[2]: (d[0], d[1]) for d in defines}
-    for macro in wanted:  # (a string search a macro: no regex compiled for each file's names)
+    # the calls of the macros that hold a host_name, and of the macros whose bodies call those,
+    # up the chain: (argument texts, the macro whose body makes the call or None)
+    calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
+    todo = sorted({d[2] for m in found if (d := enclosing(m.start())) is not None})
+    mentioned: set[str] = set()
+    uncalled: set[str] = set()
+    while todo:
+        macro = todo.pop()
+        if macro in calls:
+            continue
+        calls[macro] = []
         start, end = spans[macro]
-        at = masked.find(macro)
+        at = masked.find(macro)  # (a string search a macro: no regex compiled for each file's names)
         while at >= 0:
-            call = _ARGS.match(masked, at + len(macro))
-            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_"))
-            if call is not None and word and not start <= at < end:  # (not the #define line itself)
-                if enclosing(at) is not None:
-                    nested.add(macro)  # instantiated by another macro: its arguments are that one's
+            after = at + len(macro)
+            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_")) and not (
+                after < len(masked) and (masked[after].isalnum() or masked[after] == "_"))
+            if word and not start <= at < end:  # (not the #define line itself)
+                mentioned.add(macro)
+                paren = _OPEN_PAREN.match(masked, after)
+                close = match_close(masked, paren.end() - 1) if paren else -1
+                if close > 0:
+                    args = tuple(a.strip() for a in _split_top(masked[paren.end() : close].replace("\\\n", " "), ","))
+                    outer = enclosing(at)
+                    calls[macro].append((args, outer[2] if outer is not None else None))
+                    if outer is not None and outer[2] not in calls:
+                        todo.append(outer[2])
                 else:
-                    direct.setdefault(macro, []).append(call.group(1))
-            at = masked.find(macro, at + len(macro))
-    frozen = {macro: tuple(args) for macro, args in direct.items()}
+                    uncalled.add(macro)  # named without a call (handed to another macro): not followed
+            at = masked.find(macro, after)
+
+    resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
+
+    def instantiations(macro: str, depth: int = 0) -> tuple[list[tuple[str, ...]], bool]:
+        """Every argument set ``macro`` is instantiated with, and whether some could not be read."""
+        if macro in resolved:
+            return resolved[macro]
+        resolved[macro] = ([], True)  # (a cycle: not followed)
+        out: list[tuple[str, ...]] = []
+        # (a macro no line calls may still be called by a name some `##` pastes together)
+        partial = depth > 8 or macro in uncalled or (not calls.get(macro) and "##" in masked)
+        for args, outer in calls.get(macro, ()) if depth <= 8 else ():
+            if outer is None:
+                out.append(args)
+                continue
+            sets, outer_partial = instantiations(outer, depth + 1)
+            partial |= outer_partial
+            for bound in sets:
+                binding = dict(zip(params_of[outer], bound))
+                out.append(tuple(_substitute(a, binding) for a in args))
+        resolved[macro] = (out, partial)
+        return resolved[macro]
+
     for m in found:
         close = match_close(masked, m.end() - 1)
         if close < 0:
@@ -373,8 +432,28 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
             out.append(HostNameSite(path, line, expr, None))
             continue
         macro = inside[2]
-        out.append(HostNameSite(path, line, expr, tuple(inside[3]), frozen.get(macro, ()), macro in nested))
+        sets, partial = instantiations(macro)
+        unused = macro not in mentioned and "##" not in masked
+        out.append(HostNameSite(path, line, expr, tuple(inside[3]), tuple(sets), partial, unused=unused))
     return tuple(out)
+
+
+_MACRO_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#\s*(\w+)|(\w+)')
+
+
+def _substitute(arg: str, binding: dict[str, str]) -> str:
+    """A macro argument written in an outer macro's body, with that macro's parameters replaced
+    by their values (``#P`` stringized; string literals left alone)."""
+
+    def one(m: re.Match) -> str:
+        if m.group(1) is not None:
+            value = binding.get(m.group(1))
+            return f'"{value}"' if value is not None and '"' not in value else m.group(0)
+        if m.group(2) is not None:
+            return binding.get(m.group(2), m.group(2))
+        return m.group(0)
+
+    return _MACRO_TOKEN.sub(one, arg)
 
 
 def host_names(path: str, text: str) -> tuple[HostName, ...]:

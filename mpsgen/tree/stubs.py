@@ -38,6 +38,11 @@ def collect_stubs(headers: Iterable[tuple[str, str | os.PathLike]]) -> dict[str,
     return found
 
 
+# the headers whose stubs are reductions (``prod_stub``, ``std_var_stub``: ReduceOps.h; the
+# all-reduce stubs: ReduceAllOps.h), by file name
+REDUCTION_STUB_HEADERS = ("ReduceOps.h", "ReduceAllOps.h")
+
+
 _FN_POINTER = re.compile(r"void\s*\(\s*\*\s*\)\s*\((.*)\)\s*$", re.S)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from mpsgen.check.model import ERROR, WARNING, Finding, rule
 from mpsgen.tree.facts import Facts
@@ -29,6 +30,14 @@ class _Pipelines:
         self._by_head: dict[str, list] = {}
         for sites in self.sites_by_path.values():
             for site in sites:
+                if not site.head and site.params is not None:
+                    # a macro's name pasted from its arguments ("PREFIX "reduction_" #T"): looked up
+                    # by the names its instantiations make, when all of them start with a literal
+                    names = site.names()
+                    if names and all(n.parts[0] is not None for n in names):
+                        for n in names:
+                            self._by_head.setdefault(n.parts[0], []).append(OneName(n))
+                        continue
                 self._by_head.setdefault(site.head, []).append(site)
         self._heads = sorted(self._by_head)
         # requests by their literal head ("" when they start with a hole or are not read)
@@ -65,7 +74,16 @@ class _Pipelines:
         ]
 
 
-def _pipeline_sides(f: Facts) -> _Pipelines:
+class OneName(NamedTuple):
+    """One registered name, looked up as a site of its own."""
+
+    name: object  # a mpsgen.tree.pipelines.HostName
+
+    def names(self) -> list:
+        return [self.name]
+
+
+def pipeline_sides(f: Facts) -> _Pipelines:
     return f.table("pipelines", _Pipelines)  # (one reading for both rules)
 
 
@@ -92,7 +110,7 @@ Fix: make the host's name and the registration agree, or register the kernel for
 """,
 )
 def unregistered_pipeline(f: Facts) -> Iterator[Finding]:
-    sides = _pipeline_sides(f)
+    sides = pipeline_sides(f)
     for path, found in sides.requests.items():
         for r in found or ():
             if r.parts == (None,):  # a name not read: nothing to say about it
@@ -137,7 +155,7 @@ Fix: correct the name on the side that is wrong, or remove the unused kernel.
 """,
 )
 def unrequested_kernel(f: Facts) -> Iterator[Finding]:
-    sides = _pipeline_sides(f)
+    sides = pipeline_sides(f)
     literals: set[str] | None = None
     for m in f.index.metal_files:
         host = f.index.paired(m.path)
