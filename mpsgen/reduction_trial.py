@@ -27,7 +27,9 @@ from pathlib import Path
 from mpsgen import child
 from mpsgen.errors import BadInput, Refused
 from mpsgen.reduction import REDUCTION_DTYPES, ReductionSpec
+from mpsgen.reduction_dispatch import NARROW, misfit, op_struct, op_struct_name
 from mpsgen.reduction_kernel import kernel_source, params_header, read_helpers, threadgroup_size
+from mpsgen.render import render
 from mpsgen.resources import resource_dir
 from mpsgen.toolchain import cache_dir, compile_program, compiler
 from mpsgen.trial import import_torch, missing_requirements, tensor_bytes, tensor_from_bytes
@@ -51,6 +53,7 @@ class ReductionCase:
     what: str
     ok: bool
     detail: str = ""
+    route: str = ""  # "": the general kernel; else the dispatcher whose value kernels ran the op struct
 
 
 @dataclass
@@ -81,7 +84,10 @@ def for_model(metal: str) -> str:
     return _TG_ARRAY.sub(lambda m: f"{m.group(1)}MPSGEN_TG_ARRAY({m.group(3)}, {m.group(4)}, {m.group(2)});", metal)
 
 
-def driver_source(spec: ReductionSpec, helpers_text: str, kernel: str) -> str:
+def driver_source(spec: ReductionSpec, helpers_text: str, kernel: str, harness: str = "") -> str:
+    """The program: the kernel (and, for a spec a tree's dispatcher can run, the op struct
+    written for it inside mpsgen's model of the dispatcher's value kernels), run by
+    ``<program> <pair> <route>`` (route 0: the general kernel, 1: the model)."""
     nout = len(spec.outputs)
     fill = "".join(
         f"    for (int d = 0; d < p.ndim; ++d) p.{a}[d] = (uint32_t)rd();\n"
@@ -92,8 +98,10 @@ def driver_source(spec: ReductionSpec, helpers_text: str, kernel: str) -> str:
     for prm in spec.params:
         fill += f"    p.{prm.name} = ({prm.metal_type})rdf();\n"
     outs = ", ".join(f"out{k}.get()" for k in range(nout))
+    harness_call = (f"        else dispatch_model::{spec.kernel}_dispatch_harness<TI, TO>(in.get() + offset, {outs}, p, tid, (uint)tptg, (uint)g, tid % 32, tid / 32);"
+                    if harness else "        else std::exit(6);")
     cases = "".join(
-        f"  if (which == {i}) return run<{_CXX[ti][0]}, {_CXX[ti][1]}, {_CXX[to][0]}, {_CXX[to][1]}>();  // {ti} -> {to}\n"
+        f"  if (which == {i}) return run<{_CXX[ti][0]}, {_CXX[ti][1]}, {_CXX[to][0]}, {_CXX[to][1]}>(route);  // {ti} -> {to}\n"
         for i, (ti, to) in enumerate(spec.dtypes)
     )
     return f"""#include "metal_shim.h"
@@ -116,6 +124,8 @@ using namespace c10::metal;
 
 {for_model(kernel)}
 
+{"namespace dispatch_model {" + chr(10) + for_model(harness) + chr(10) + "}  // namespace dispatch_model" if harness else ""}
+
 // ---- the host, as the generated host function dispatches the kernel
 static bool read_all(void* p, size_t n) {{ return std::fread(p, 1, n, stdin) == n; }}
 static int64_t rd() {{ int64_t v; if (!read_all(&v, 8)) std::exit(4); return v; }}
@@ -124,7 +134,7 @@ template <typename T, typename S> static T load(S s) {{ if constexpr (std::is_sa
 template <typename S, typename T> static S store(T t) {{ if constexpr (std::is_same<T, half>::value || std::is_same<T, bfloat>::value) return t.bits; else return static_cast<S>(t); }}
 
 template <typename TI, typename SI, typename TO, typename SO>
-static int run() {{
+static int run(int route) {{
   int64_t ncases = rd();
   for (int64_t c = 0; c < ncases; ++c) {{
     {spec.params_struct}<> p{{}};
@@ -137,7 +147,8 @@ static int run() {{
     for (int64_t i = 0; i < count; ++i) in[i] = load<TI, SI>(raw[i]);
 {"".join(f"    std::unique_ptr<TO[]> out{k}(new TO[out_len + 1]); mpsgen_threads::garbage(out{k}.get(), out_len * sizeof(TO));{chr(10)}" for k in range(nout))}    for (int64_t g = 0; g < groups; ++g) {{
       bool ok = mpsgen_threads::run_threadgroup((unsigned)tptg, (uint64_t)(seed * 7919 + g), [&](unsigned tid) {{
-        {spec.kernel_function}<TI, TO>(in.get() + offset, {outs}, p, tid, (uint)tptg, (uint)g, tid % 32, tid / 32);
+        if (route == 0) {spec.kernel_function}<TI, TO>(in.get() + offset, {outs}, p, tid, (uint)tptg, (uint)g, tid % 32, tid / 32);
+{harness_call}
       }});
       if (!ok) {{ std::fprintf(stderr, "%s\\n", mpsgen_threads::M.error); return 5; }}
     }}
@@ -146,8 +157,8 @@ static int run() {{
 }}
 
 int main(int argc, char** argv) {{
-  if (argc < 2) return 2;
-  int which = std::atoi(argv[1]);
+  if (argc < 3) return 2;
+  int which = std::atoi(argv[1]), route = std::atoi(argv[2]);
 {cases}  return 3;
 }}
 """
@@ -157,9 +168,9 @@ def _shim(name: str) -> str:
     return (resource_dir("templates") / "try" / name).read_text(encoding="utf-8")
 
 
-def build(spec: ReductionSpec, helpers_text: str, kernel: str, cxx: str) -> tuple[Path, bool]:
+def build(spec: ReductionSpec, helpers_text: str, kernel: str, cxx: str, harness: str = "") -> tuple[Path, bool]:
     """The compiled program (cached by content) and whether it came from the cache."""
-    source = driver_source(spec, helpers_text, kernel)
+    source = driver_source(spec, helpers_text, kernel, harness)
     shims = {n: _shim(n) for n in ("metal_shim.h", "metal_threads.h")}
     key = hashlib.sha256("\0".join((source, *shims.values(), cxx)).encode()).hexdigest()[:24]
     cache = cache_dir("try")
@@ -294,9 +305,14 @@ def _reference(torch, spec: ReductionSpec, call, x, dims: tuple[int, ...], keepd
 
 
 def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, header: Path | None = None,
-                        shapes: tuple[Shape, ...] = SHAPES, pairs: set[tuple[str, str]] | None = None, seed: int = 0) -> ReductionTrial:
+                        shapes: tuple[Shape, ...] = SHAPES, pairs: set[tuple[str, str]] | None = None, seed: int = 0,
+                        dispatch_op: str | None = None) -> ReductionTrial:
     """Run the spec's kernel (or ``kernel``, a variant of its text) on every case of each
-    registered (input, output) pair and each ``try`` call, against torch's CPU op."""
+    registered (input, output) pair and each ``try`` call, against torch's CPU op; and, for a
+    spec a tree's reduction dispatcher can run (:func:`mpsgen.reduction_dispatch.misfit`), the op
+    struct mpsgen writes for it (or ``dispatch_op``, a variant) inside mpsgen's model of the
+    dispatcher's value kernels (2.14.1's: they accumulate in the output type, and the host
+    reduces a half or bfloat output through the float kernels: those pairs are the float ones)."""
     torch = import_torch()
     cxx = compiler()
     if torch is None or cxx is None:
@@ -305,8 +321,16 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
     helpers_text = header.read_text(encoding="utf-8")
     if kernel is None:
         kernel = kernel_source(spec, read_helpers(helpers_text), str(header))
-    binary, cached = build(spec, helpers_text, kernel, cxx)
+    harness = ""
+    if misfit(spec) is None:
+        op = dispatch_op if dispatch_op is not None else op_struct(spec)
+        harness = op + "\n" + render("reduction/dispatch_harness.metal.j2", spec=spec, op=op_struct_name(spec), in_output=True)
+    binary, cached = build(spec, helpers_text, kernel, cxx, harness)
     result = ReductionTrial(spec, str(header), cached=cached)
+    if harness:
+        result.notes.append("the op struct written for a tree's reduction dispatcher (2.14's reduction_dispatch_mps) runs in mpsgen's "
+                            "model of its value kernels (accumulating in the output type) on the pairs it registers; a half or "
+                            "bfloat output goes through the float kernels there")
     calls = spec.try_calls
     if not calls:
         raise Refused(f"{spec.source}: the spec gives no `try:` calls; try compares the kernel with those torch calls.")
@@ -356,11 +380,13 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                 tptg = threadgroup_size(reduced, shape.limit)
                 stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), tensor_bytes(torch, whole)))
                 planned.append((what, expected, out, reduced))
-        jobs.append((which, ti, to, t_out, planned, stream))
+        jobs.append((which, ti, to, t_out, planned, stream, 0))
+        if harness and to not in NARROW:
+            jobs.append((which, ti, to, t_out, planned, stream, 1))
     # the pairs' programs run at once (each is one process on one core)
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        ran = list(pool.map(lambda j: _run(binary, j[0], j[5], j[1], j[2]) if j[5] else b"", jobs))
-    for (which, ti, to, t_out, planned, _stream), outputs in zip(jobs, ran):
+        ran = list(pool.map(lambda j: _run(binary, j[0], j[5], j[1], j[2], j[6]) if j[5] else b"", jobs))
+    for (which, ti, to, t_out, planned, _stream, route), outputs in zip(jobs, ran):
         at = 0
         size = torch.empty(0, dtype=t_out).element_size()
         for what, expected, got, reduced in planned:
@@ -371,7 +397,10 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                     chunk = outputs[at : at + n_el * size]
                     at += n_el * size
                     got.append(tensor_from_bytes(torch, chunk, t_out).as_strided(out.shape, out.stride()))
-            result.cases.append(_compare(torch, f"{ti}->{to}", what, expected, got, reduced))
+            case = _compare(torch, f"{ti}->{to}", what, expected, got, reduced)
+            if route:
+                case.route = "dispatcher"
+            result.cases.append(case)
     return result
 
 
@@ -394,10 +423,10 @@ def _output(torch, sizes: list[int], dtype, layout: str):
     return torch.empty(sizes, dtype=dtype)
 
 
-def _run(binary: Path, which: int, stream: list, ti: str, to: str) -> bytes:
+def _run(binary: Path, which: int, stream: list, ti: str, to: str, route: int = 0) -> bytes:
     payload = struct.pack("<q", len(stream)) + b"".join(head + raw for head, raw in stream)
     try:
-        proc = child.run([str(binary), str(which)], input=payload, timeout=TIME_LIMIT)
+        proc = child.run([str(binary), str(which), str(route)], input=payload, timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         raise Refused(f"the {ti}->{to} reduction kernel did not finish within {TIME_LIMIT:.0f} s (threads waiting for each other forever?); stopped.") from None
     if proc.returncode != 0:
@@ -431,13 +460,15 @@ def _compare(torch, pair: str, what: str, expected: list, got: list, reduced: in
 def table(result: ReductionTrial) -> str:
     lines = [f"mpsgen try {result.spec.stub} ({result.spec.source}), helpers from {result.header}"
              f"{' (cached build)' if result.cached else ''}, against torch's CPU op"]
-    by_pair: dict[str, list[ReductionCase]] = {}
+    by_pair: dict[tuple[str, str], list[ReductionCase]] = {}
     for c in result.cases:
-        by_pair.setdefault(c.pair, []).append(c)
-    for pair, cases in by_pair.items():
+        by_pair.setdefault((c.pair, c.route), []).append(c)
+    for (pair, route), cases in by_pair.items():
         failing = [c for c in cases if not c.ok]
         ti, to = pair.split("->")
-        lines.append(f"{result.spec.host_name(ti, to)}: {len(cases) - len(failing)} cases match torch's CPU op; {len(failing)} failing")
+        name = (f"{op_struct_name(result.spec)} in the dispatcher's value kernels, {pair}" if route
+                else result.spec.host_name(ti, to))
+        lines.append(f"{name}: {len(cases) - len(failing)} cases match torch's CPU op; {len(failing)} failing")
         for c in failing[:5]:
             lines.append(f"  FAIL {c.what}: {c.detail}")
         if len(failing) > 5:
