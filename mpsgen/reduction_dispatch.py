@@ -88,14 +88,17 @@ def read_dispatcher(mm_text: str, metal_text: str | None, mm_rel: str, metal_rel
         raise Refused(f"{where} dispatches reductions by kernel prefix ({function}), but this tree has no {metal_rel}, where their kernels are registered.")
     macros = _macros(metal_text)
     best = None
-    for name, (params, text) in macros.items():
+    for name, (params, own) in macros.items():
+        if len(params) != 5:
+            continue
+        text = own  # with the macros it expands (one level), passing its parameters on
+        for inner, (inner_params, inner_text) in macros.items():
+            if inner != name and len(inner_params) == 5 and re.search(rf"\b{inner}\s*\(", own):
+                text += "\n" + inner_text
         inst = _INSTANCE.search(text)
-        if len(params) != 5 or inst is None or not {inst.group(2), inst.group(3)} <= set(params):
+        if inst is None or not set(inst.groups()[1:]) <= set(params):  # (an op and a load of its parameters)
             continue
         variants = [v.rstrip("_") for _n, v, _ti, _to in _HOST_NAME.findall(text)]
-        for inner, (inner_params, inner_text) in macros.items():  # a macro it expands (one level)
-            if inner != name and re.search(rf"\b{inner}\s*\(", text) and len(inner_params) == 5:
-                variants += [v.rstrip("_") for _n, v, _ti, _to in _HOST_NAME.findall(inner_text)]
         if "" in variants and (best is None or len(variants) > len(best[2])):
             best = (name, params, variants, inst)
     if best is None:

@@ -170,3 +170,36 @@ def test_a_host_that_does_not_round_up_to_whole_simd_groups_fails_on_long(monkey
     result = run_reduction_trial(spec)
     failing = {c.pair for c in result.failures}
     assert failing == {"long->long"}, [(c.pair, c.what, c.detail) for c in result.failures][:4]
+
+
+# the op struct written for a tree's reduction dispatcher (2.14's value kernels run it)
+DISPATCH_MUTANTS = [
+    ("the first SIMD-group's lanes past the last partial read what nobody wrote (no identity)",
+     "simd_reduce(tid < nsimd ? shared[tid] : identity())", "simd_reduce(shared[tid])"),
+    ("only the lanes holding a partial reduce them (#188333 again: simd_prod<long> reads every lane)",
+     "if (tid < simdgroup_size) {", "if (tid < nsimd) {"),
+    ("the barrier between the partials' writes and their reads removed",
+     "    }\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n    if (tid < simdgroup_size) {", "    }\n    if (tid < simdgroup_size) {"),
+    ("the identity of a sum", "return static_cast<T>(1);", "return static_cast<T>(0);"),
+]
+
+
+@pytest.mark.parametrize("why,old,new", DISPATCH_MUTANTS, ids=[m[0][:40] for m in DISPATCH_MUTANTS])
+def test_a_mutant_of_the_dispatcher_op_fails_in_the_dispatchers_kernels(why, old, new):
+    from mpsgen.reduction_dispatch import op_struct
+
+    spec = replace(load_reduction_spec(SPECS / "prod.yaml"), dtypes=(("long", "long"), ("int", "long"), ("float", "float")))
+    text = op_struct(spec)
+    assert old in text, why
+    result = run_reduction_trial(spec, dispatch_op=text.replace(old, new))
+    assert result.failures and all(c.route == "dispatcher" for c in result.failures), why
+
+
+def test_try_prod_runs_the_dispatcher_op_too_and_var_does_not(run):
+    res = run("try", "prod", "--dtypes", "int64,float16")
+    assert res.exit_code == 0, res.output
+    rows = [ln.split(":")[0] for ln in res.output.splitlines() if "dispatcher's value kernels" in ln]
+    # (a half output goes through the float kernels in the dispatcher's tree: its pair is half->float's)
+    assert sorted(rows) == [f"ProdReduceOp in the dispatcher's value kernels, {p}" for p in ("half->float", "long->long")]
+    res = run("try", "var", "--dtypes", "float32")
+    assert res.exit_code == 0 and "dispatcher" not in res.output

@@ -171,9 +171,9 @@ static void reduction_dispatch_mps(TensorIterator& iter, const ReductionDispatch
     }
     if (slices > 1) {
       Tensor partials = at::empty({slices}, output.options().dtype(opts.partial_dtype));
-      const auto first = fmt::format("{}reduction_flat_{}_{}", opts.prefix, in_str, scalarToMetalTypeString(opts.partial_dtype));
-      const auto second = fmt::format(
-          "{}reduction_{}_{}", opts.pass2_prefix, scalarToMetalTypeString(opts.partial_dtype), out_str);
+      const auto partial_str = scalarToMetalTypeString(opts.partial_dtype);
+      const auto first = fmt::format("{}reduction_flat_{}_{}", opts.prefix, in_str, partial_str);
+      const auto second = fmt::format("{}reduction_{}_{}", opts.pass2_prefix, partial_str, out_str);
       const std::array<uint32_t, 2> sizes{slices, reduction_size / slices};
       NormParams<> params{};
       params.ndim = 1;
