@@ -98,6 +98,26 @@ def _stub_callers(text: str, stub: str) -> list[tuple[int, int]]:
     return spans
 
 
+def whole_complex_callers(text: str, stub: str) -> list[str]:
+    """The functions of ``text`` that may hand ``stub`` a complex tensor whole: those calling it
+    without first returning from an ``isComplexType`` branch that reduces the input's parts
+    (``at::real``/``at::imag``), as std_var_out and std_var_mean_out do."""
+    masked = mask_c_comments_and_strings(text)
+    whole = []
+    for start, end in _stub_callers(text, stub):
+        call = re.search(rf"\b{re.escape(stub)}\s*\(", masked[start:end])
+        before = masked[start : start + call.start()] if call else ""
+        split = False
+        for m in re.finditer(r"\bif\s*\(\s*(?:at::)?isComplexType\s*\([^()]*(?:\([^()]*\))?[^()]*\)\s*\)\s*\{", before):
+            block = before[m.end() - 1 : match_close(before, m.end() - 1) + 1]
+            if re.search(r"\breal\s*\(", block) and re.search(r"\bimag\s*\(", block) and re.search(r"\breturn\b", block):
+                split = True
+        if not split:
+            name = re.match(r"[^(]*?(\w+)\s*\(", masked[start:end])
+            whole.append(f"{name.group(1) if name else '?'} ({REDUCE_OPS_CPP}:{text.count(chr(10), 0, start) + 1})")
+    return whole
+
+
 def device_check_edit(text: str, stub: str, where: str = REDUCE_OPS_CPP) -> tuple[str, list[str]]:
     """``text`` with MPS added to each device check (``TORCH_CHECK(self.device().is_cpu() || ...``)
     of a function calling ``stub`` that does not name MPS, and a note of each; refused where a
@@ -158,6 +178,13 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             hint="Point --root at a PyTorch checkout.",
         )
     cpp_text, cpp_notes = device_check_edit(cpp.text, spec.stub)
+    whole = whole_complex_callers(cpp.text, spec.stub)
+    if spec.complex == "parts" and whole:
+        raise Refused(
+            f"{spec.source}: says `complex: parts` (the stub never sees a complex tensor), but {', '.join(whole)} "
+            f"hands {spec.stub} its input without reducing a complex one's parts first; its kernels register no complex pair.",
+            hint="Decompose complex inputs there as std_var_out does, or drop `complex: parts` from the spec.",
+        )
     kernels = {r.mps.kernel for r in legacy}
     found = find_impls(tree, kernels)
     missing = sorted(kernels - set(found))
@@ -295,6 +322,11 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             + f"; {mm_rel}: {host_function_name(cut)} and REGISTER_DISPATCH({spec.stub}, ...)"
         )
 
+    if spec.complex == "parts":
+        changeset.notes.append(
+            f"complex inputs reach {spec.stub} as their real and imaginary parts ({REDUCE_OPS_CPP} reduces the parts of a "
+            f"complex input before it): the float kernels serve them; the host refuses a complex tensor should one come"
+        )
     if dropped:
         changeset.notes.append(
             f"not registered (this tree's {REDUCE_OPS_UTILS} casts the input to the output type first): "

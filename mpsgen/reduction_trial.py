@@ -247,6 +247,8 @@ SHAPES = (
 
 
 def _values(torch, sizes, dtype, kind: str, gen):
+    if dtype.is_complex:
+        return torch.randn(sizes, dtype=dtype, generator=gen)
     if dtype == torch.bool:
         return torch.rand(sizes, generator=gen) < (0.9 if kind != "edges" else 0.5)
     if dtype.is_floating_point:
@@ -341,6 +343,28 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
     gen = torch.Generator().manual_seed(seed)
     nout = len(spec.outputs)
     jobs = []  # (pair index, its cases, its program's input) for each pair, run together below
+    def plan(x, shape: Shape, n: int, call, dims, t_out, stream: list, params: dict):
+        """One case into ``stream``: the tensors the output is read into (the shared path's fill
+        of an empty reduction: no dispatch)."""
+        out_sizes = [1 if d in dims else s for d, s in enumerate(x.shape)]
+        reduced = math.prod(x.shape[d] for d in dims)
+        if reduced == 0 or math.prod(out_sizes) == 0:  # the shared CPU path fills it; no dispatch
+            return [torch.full(out_sizes, float(spec.empty), dtype=t_out) for _ in range(nout)], reduced
+        out = _output(torch, out_sizes, t_out, shape.out_layout)
+        strides = lambda t: [0 if n_ == 1 else s for n_, s in zip(t.shape, t.stride())]  # noqa: E731
+        ints = [x.dim(), *x.shape, *strides(x), *out_sizes, *strides(out)]
+        if nout > 1:
+            ints += [*strides(out), nout if call_outputs(call) > 1 else 1]
+        count = x.untyped_storage().nbytes() // x.element_size()
+        whole = x.as_strided((count,), (1,), 0)  # the storage x views, from its start
+        pvals = [float(params.get(p.name, 0)) for p in spec.params]
+        tptg = threadgroup_size(reduced, shape.limit)
+        stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), tensor_bytes(torch, whole)))
+        return out, reduced
+
+    def call_outputs(call) -> int:
+        return 2 if call.call.endswith("_mean") else 1
+
     for which, (ti, to) in enumerate(spec.dtypes):
         if pairs is not None and (ti, to) not in pairs:
             continue
@@ -362,42 +386,57 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
                     result.cases.append(ReductionCase(f"{ti}->{to}", what, True, f"torch refuses it: {str(exc).splitlines()[0]}"))
                     continue
                 expected = [e.to(t_out) for e in expected]
-                out_sizes = [1 if d in dims else s for d, s in enumerate(x.shape)]
-                reduced = math.prod(x.shape[d] for d in dims)
-                if reduced == 0 or math.prod(out_sizes) == 0:  # the shared CPU path fills it; no dispatch
-                    fill = float(spec.empty)
-                    got = [torch.full(out_sizes, fill, dtype=t_out) for _ in expected]
-                    planned.append((what, expected, got, reduced))
-                    continue
-                out = _output(torch, out_sizes, t_out, shape.out_layout)
-                strides = lambda t: [0 if n_ == 1 else s for n_, s in zip(t.shape, t.stride())]  # noqa: E731
-                ints = [x.dim(), *x.shape, *strides(x), *out_sizes, *strides(out)]
-                if nout > 1:
-                    ints += [*strides(out), len(expected)]
-                count = x.untyped_storage().nbytes() // x.element_size()
-                whole = x.as_strided((count,), (1,), 0)  # the storage x views, from its start
-                pvals = [float(call.params.get(p.name, 0)) for p in spec.params]
-                tptg = threadgroup_size(reduced, shape.limit)
-                stream.append((_program_order(ints, nout, pvals, reduced, out, tptg, seed * 1000 + n, count, x), tensor_bytes(torch, whole)))
-                planned.append((what, expected, out, reduced))
+                got, reduced = plan(x, shape, n, call, dims, t_out, stream, call.params)
+                planned.append((what, expected, got, reduced, None))
         jobs.append((which, ti, to, t_out, planned, stream, 0))
         if harness and to not in NARROW:
             jobs.append((which, ti, to, t_out, planned, stream, 1))
+    if spec.complex == "parts" and ("float", "float") in spec.dtypes and (pairs is None or ("float", "float") in pairs):
+        # the shared path reduces a complex input's real and imaginary parts through the stub
+        # (the float kernel, take_sqrt off), adds the variances (then the root) and makes the
+        # complex mean of the means: the kernel runs on the parts, strided views of the storage
+        which, stream, planned = spec.dtypes.index(("float", "float")), [], []
+        for n, shape in enumerate(shapes):
+            x = _laid_out(torch, shape, torch.complex64, gen) if shape.values == "random" else None
+            if x is None:
+                continue
+            dims = tuple(range(x.dim())) if shape.dims is None else shape.dims
+            for call in calls:
+                what = f"{call.call}{_shown(call.kwargs)} {shape.label()}"
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    expected = _reference(torch, spec, call, x, dims, shape.keepdim, x.dtype)
+                parts = {**call.params, "take_sqrt": False}
+                got_r, reduced = plan(x.real, shape, n, call, dims, torch.float32, stream, parts)
+                got_i, _ = plan(x.imag, shape, n, call, dims, torch.float32, stream, parts)
+                planned.append((what, expected, [got_r, got_i], reduced, bool(call.params.get("take_sqrt"))))
+        jobs.append((which, "complex64", "float", torch.float32, planned, stream, 0))
     # the pairs' programs run at once (each is one process on one core)
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         ran = list(pool.map(lambda j: _run(binary, j[0], j[5], j[1], j[2], j[6]) if j[5] else b"", jobs))
     for (which, ti, to, t_out, planned, _stream, route), outputs in zip(jobs, ran):
         at = 0
         size = torch.empty(0, dtype=t_out).element_size()
-        for what, expected, got, reduced in planned:
-            if not isinstance(got, list):  # the out= tensor the kernel wrote: its storage, viewed as it
-                out, got = got, []
-                n_el = out.untyped_storage().nbytes() // size
-                for _k in range(nout):
-                    chunk = outputs[at : at + n_el * size]
-                    at += n_el * size
-                    got.append(tensor_from_bytes(torch, chunk, t_out).as_strided(out.shape, out.stride()))
-            case = _compare(torch, f"{ti}->{to}", what, expected, got, reduced)
+        def read(got):
+            nonlocal at
+            if isinstance(got, list):  # (filled by the shared path)
+                return got
+            out, got = got, []  # the out= tensor the kernel wrote: its storage, viewed as it
+            n_el = out.untyped_storage().nbytes() // size
+            for _k in range(nout):
+                chunk = outputs[at : at + n_el * size]
+                at += n_el * size
+                got.append(tensor_from_bytes(torch, chunk, t_out).as_strided(out.shape, out.stride()))
+            return got
+
+        for what, expected, got, reduced, sqrt in planned:
+            if sqrt is None:
+                got = read(got)
+            else:  # a complex input's parts: the variances added (then the root), the means made complex
+                real, imag = read(got[0]), read(got[1])
+                var = real[0] + imag[0]
+                got = [var.sqrt() if sqrt else var] + ([torch.complex(real[1], imag[1])] if len(real) > 1 else [])
+            case = _compare(torch, f"{ti}->{to}", what, expected[: len(got)], got[: len(expected)], reduced)
             if route:
                 case.route = "dispatcher"
             result.cases.append(case)
@@ -441,6 +480,8 @@ def _shown(kwargs: dict) -> str:
 
 def _compare(torch, pair: str, what: str, expected: list, got: list, reduced: int) -> ReductionCase:
     for k, (e, g) in enumerate(zip(expected, got)):
+        if e.dtype.is_complex:  # (compared as their real and imaginary parts)
+            e, g = torch.view_as_real(e.contiguous()), torch.view_as_real(g.to(e.dtype).contiguous())
         if e.dtype.is_floating_point:
             rtol, atol = _TOLERANCE[str(e.dtype).replace("torch.", "")]
             # the kernel accumulates in float in another order than the CPU: an allowance that
@@ -466,8 +507,12 @@ def table(result: ReductionTrial) -> str:
     for (pair, route), cases in by_pair.items():
         failing = [c for c in cases if not c.ok]
         ti, to = pair.split("->")
-        name = (f"{op_struct_name(result.spec)} in the dispatcher's value kernels, {pair}" if route
-                else result.spec.host_name(ti, to))
+        if route:
+            name = f"{op_struct_name(result.spec)} in the dispatcher's value kernels, {pair}"
+        elif ti.startswith("complex"):
+            name = f"{result.spec.host_name('float', 'float')} on a {ti} input's real and imaginary parts"
+        else:
+            name = result.spec.host_name(ti, to)
         lines.append(f"{name}: {len(cases) - len(failing)} cases match torch's CPU op; {len(failing)} failing")
         for c in failing[:5]:
             lines.append(f"  FAIL {c.what}: {c.detail}")

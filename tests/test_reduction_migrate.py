@@ -193,3 +193,35 @@ def test_check_reports_a_reduction_stub_left_without_its_kernel(run, real_tree):
     mm.write_text(mm.read_text().replace("REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);\n", ""))
     res = run("check", "--root", real_tree, "--select", "MPS002", "--strict")  # (a practice tree looks partial)
     assert res.exit_code == 1 and "std_var_stub" in res.output
+
+
+def test_complex_reaches_var_as_its_parts_and_prod_whole(real_tree):
+    from mpsgen.reduction_migrate import whole_complex_callers
+
+    cpp = (real_tree / "aten/src/ATen/native/ReduceOps.cpp").read_text()
+    assert whole_complex_callers(cpp, "std_var_stub") == []  # std_var_out, std_var_mean_out: at::real / at::imag first
+    assert [c.split(" ")[0] for c in whole_complex_callers(cpp, "prod_stub")] == ["impl_func_prod"]
+
+
+def test_var_is_refused_where_the_shared_path_hands_the_stub_complex_whole(run, real_tree):
+    cpp = real_tree / "aten/src/ATen/native/ReduceOps.cpp"
+    text = cpp.read_text()
+    start = text.index("  if (at::isComplexType(self.scalar_type())) {")
+    end = text.index("    return result;\n  }\n", start) + len("    return result;\n  }\n")
+    cpp.write_text(text[:start] + text[end:])  # std_var_out without its complex branch
+    res = run("migrate-from-mpsgraph", "var", "--root", real_tree)
+    said = " ".join(res.output.split())
+    assert res.exit_code != 0 and "complex: parts" in said and "std_var_out (aten/src/ATen/native/ReduceOps.cpp:" in said, said
+    assert "Traceback" not in res.output
+
+
+def test_the_hosts_refuse_a_complex_tensor(run, real_tree):
+    assert run("migrate-from-mpsgraph", "var", "--root", real_tree).exit_code == 0
+    res = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    mm = (real_tree / MM).read_text()
+    for function in ("std_var_mps_kernel", "prod_mps_kernel"):
+        body = mm[mm.index(f"static void {function}(") :]
+        body = body[: body.index("\n}\n")]
+        guard = body.index("TORCH_CHECK(!c10::isComplexType(input.scalar_type())")
+        assert guard < body.index("reduction_dispatch_mps(iter," if "reduction_dispatch_mps(iter," in body else "dispatchThreads"), function

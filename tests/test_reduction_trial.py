@@ -203,3 +203,17 @@ def test_try_prod_runs_the_dispatcher_op_too_and_var_does_not(run):
     assert sorted(rows) == [f"ProdReduceOp in the dispatcher's value kernels, {p}" for p in ("half->float", "long->long")]
     res = run("try", "var", "--dtypes", "float32")
     assert res.exit_code == 0 and "dispatcher" not in res.output
+
+
+def test_try_var_runs_complex_inputs_through_their_parts(run, tmp_path):
+    res = run("try", "var", "--dtypes", "float32")
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "complex64 input's real and imaginary parts" in ln)
+    assert row.startswith("std_var_reduction_general_float_float on a complex64") and row.endswith("; 0 failing")
+    assert int(row.split(": ")[1].split(" ")[0]) >= 40
+    # a spec without `complex: parts` is not run on complex inputs
+    mine = tmp_path / "mine.yaml"
+    mine.write_text((SPECS / "std_var.yaml").read_text().replace("complex: parts\n", ""))
+    res = run("try", mine, "--dtypes", "float32")
+    assert res.exit_code == 0 and "complex64" not in res.output
+
