@@ -78,7 +78,9 @@ def read_dispatcher(mm_text: str, metal_text: str | None, mm_rel: str, metal_rel
     fields = re.findall(r"^\s*([\w:<>, ]+?)\s+(\w+)\s*(=[^;]*)?;", body, re.M)
     names = tuple(n for _t, n, _d in fields)
     missing = [f for f in REQUIRED_FIELDS if f not in names]
-    unknown = [n for _t, n, d in fields if not d and n not in REQUIRED_FIELDS]
+    # (omitted from a designated initializer, a field of class type is default-constructed: an
+    # empty std::optional, std::string; a scalar or enum one would be zero, so it must be known)
+    unknown = [n for t, n, d in fields if not d and n not in REQUIRED_FIELDS and not re.match(r"(?:std|c10)::(?:optional|string|vector)\b", t)]
     if missing or unknown:
         why = (f"lacks {', '.join(missing)}" if missing else "") + ("; " if missing and unknown else "") + (
             f"has {', '.join(unknown)} without a default, which mpsgen does not know how to set" if unknown else "")

@@ -40,6 +40,8 @@ def test_2_13s_file_has_none():
 def test_a_dispatcher_mpsgen_cannot_call_is_refused_with_its_line():
     with pytest.raises(Refused, match=r"ReduceOps.mm:\d+: reduction_dispatch_mps's ReductionDispatch has chunk_rows without a default"):
         read(MM.replace("  std::string pass2_prefix;", "  std::string pass2_prefix;\n  uint32_t chunk_rows;"))
+    # (a field of class type needs no value: 2.14.1's `std::optional<float> divisor;`)
+    assert read(MM.replace("  std::string pass2_prefix;", "  std::string pass2_prefix;\n  std::optional<float> divisor;")).fields[5] == "divisor"
     with pytest.raises(Refused, match="lacks pass2_prefix"):
         read(MM.replace("  std::string pass2_prefix; // the op that folds the partials\n", ""))
     with pytest.raises(Refused, match="asks for outer kernels that REGISTER_VALUE_REDUCTION_IMPL"):
