@@ -22,6 +22,7 @@
 #endif
 
 namespace at::native {
+using namespace mps;
 
 #ifndef PYTORCH_JIT_COMPILE_SHADERS
 static auto& lib = MetalShaderLibrary::getBundledLibrary();
