@@ -1,6 +1,7 @@
 // mpsgen practice tree, torch 2.14.1's shape: a reduction dispatcher of the file's own (kernels by op
 // prefix) beside the MPSGraph reductions it has not replaced yet.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/native/Pool.h>
 #include <ATen/native/ReduceOps.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/mps/OperationUtils.h>
