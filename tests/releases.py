@@ -31,6 +31,7 @@ MEMBERS = (
 
 
 # read once, at import: a test that points XDG_CACHE_HOME elsewhere does not move this cache
+_PRACTICE_2_14_1 = Path(__file__).resolve().parent / "practice_2_14_1"  # (mpsgen's own files)
 _CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "mpsgen-tests"
 
 
@@ -132,5 +133,9 @@ def sources_as_of(root: Path, release: str, real: dict[str, bytes]) -> None:
     # upstream moved nan_to_num onto Metal in 2.14 (its own NanToNumParams, in the release's
     # kernels/UnaryKernel.h): the practice MPSGraph version, the only code of TensorCompare.mm, goes
     (root / "aten/src/ATen/native/mps/operations/TensorCompare.mm").unlink(missing_ok=True)
+    # 2.14 moved min/max (and sum, ...) onto Metal kernels picked by a dispatcher of ReduceOps.mm's own
+    # (reduction_dispatch_mps: kernels named by op prefix); the practice tree gets one of mpsgen's writing
+    for rel in ("operations/ReduceOps.mm", "kernels/ReduceOps.metal"):
+        shutil.copyfile(_PRACTICE_2_14_1 / rel.split("/")[1], root / "aten/src/ATen/native/mps" / rel)
     for rel, data in real.items():
         (root / rel).write_bytes(data)

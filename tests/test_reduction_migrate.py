@@ -52,13 +52,14 @@ def _findings(run, root) -> list[str]:
 
 def test_prod_is_refused_where_it_would_lose_dtypes(run, real_tree):
     before = {rel: (real_tree / rel).read_bytes() for rel in (YAML, MM, COMMON)}
+    metal = (real_tree / METAL).read_bytes() if (real_tree / METAL).exists() else None  # (2.14's has the dispatcher's kernels)
     res = run("migrate-from-mpsgraph", "prod", "--root", real_tree)
     assert res.exit_code != 0
     said = " ".join(res.output.split())
     assert "SUPPORTED_COMPLEX_OPS" in said and "int->int" in said and "--allow-dtype-loss" in said
     assert "Traceback" not in res.output
     assert {rel: (real_tree / rel).read_bytes() for rel in before} == before
-    assert not (real_tree / METAL).exists()
+    assert ((real_tree / METAL).read_bytes() if (real_tree / METAL).exists() else None) == metal
 
 
 def test_migrate_prod(run, real_tree, release):
@@ -79,14 +80,26 @@ def test_migrate_prod(run, real_tree, release):
     assert "\n\n\n" not in mm
     assert max(len(ln) for ln in mm.splitlines()) <= 120
     metal = (real_tree / METAL).read_text()
-    registered = set(re.findall(r"^REGISTER_PROD_REDUCTION\((\w+), (\w+)\);", metal, re.M))
     pairs = routed_pairs((real_tree / "aten/src/ATen/native/ReduceOpsUtils.h").read_text())
-    assert registered == {p for p in [("float", "float"), ("half", "half"), ("bfloat", "bfloat"), ("half", "float"),
-                                      ("bfloat", "float"), ("long", "long"), ("int", "long"), ("short", "long"),
-                                      ("char", "long"), ("uchar", "long"), ("bool", "long")] if p in pairs}
-    assert ("int", "long") in registered or release == "2.13.0"
+    spec_pairs = {p for p in [("float", "float"), ("half", "half"), ("bfloat", "bfloat"), ("half", "float"), ("bfloat", "float"),
+                              ("long", "long"), ("int", "long"), ("short", "long"), ("char", "long"), ("uchar", "long"),
+                              ("bool", "long")] if p in pairs}
     assert "#include <c10/metal/reduction_utils.h>" in metal
-    assert "struct ProdReductionParams" in (real_tree / HEADER).read_text()
+    if release == "2.13.0":  # no dispatcher of the file's own: the general kernel and its host
+        registered = set(re.findall(r"^REGISTER_PROD_REDUCTION\((\w+), (\w+)\);", metal, re.M))
+        assert registered == spec_pairs
+        assert "struct ProdReductionParams" in (real_tree / HEADER).read_text()
+        assert "reduction_dispatch_mps" not in mm
+    else:  # 2.14's ReduceOps.mm dispatches by kernel prefix: prod's kernels are registered for it, and it runs them
+        registered = set(re.findall(r'^REGISTER_VALUE_REDUCTION_IMPL\((\w+), (\w+), "prod", ProdReduceOp, IdentityLoad\);', metal, re.M))
+        # (its value kernels accumulate in the output type: half and bfloat outputs go through float)
+        assert registered == spec_pairs - {("half", "half"), ("bfloat", "bfloat")} and ("int", "long") in registered
+        assert "struct ProdReduceOp" in metal and "prod_reduction_general" not in metal
+        assert "ProdReductionParams" not in (real_tree / HEADER).read_text()
+        host = mm[mm.index("static void prod_mps_kernel") :]
+        assert "reduction_dispatch_mps(iter," in host and '.prefix = "prod_",' in host and '.pass2_prefix = "prod_",' in host
+        assert "TensorIterator::reduce_op(accumulated, input)" in host and "dispatchThreads" not in host
+        assert "TORCH_CHECK(!c10::isComplexType(input.scalar_type())" in host
     assert '"prod",' not in re.search(r"SUPPORTED_COMPLEX_OPS\s*=\s*\{(.*?)\}", (real_tree / COMMON).read_text(), re.S).group(1)
     assert _findings(run, real_tree) == findings  # check finds nothing new
     again = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--root", real_tree)
@@ -157,6 +170,8 @@ def test_migrate_var_std_var_mean_std_mean(run, real_tree, release):
     assert not re.search(r"\b(var|std|var_mean|std_mean)_mps\b|graph_std_var", mm)
     assert "prod_mps" in mm and "all_dims" in mm  # prod's MPSGraph code (and its helper) stays
     assert "REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);" in mm
+    # 2.14's dispatcher folds one value of the output type: Welford's (mean, m2, count) keeps its own kernel, and says why
+    assert ("// not through reduction_dispatch_mps: its Welford partials" in mm) == (release != "2.13.0")
     cpp = (real_tree / "aten/src/ATen/native/ReduceOps.cpp").read_text()
     assert cpp.count("|| self.device().is_mps()") == 2
     metal = (real_tree / METAL).read_text()
@@ -178,3 +193,35 @@ def test_check_reports_a_reduction_stub_left_without_its_kernel(run, real_tree):
     mm.write_text(mm.read_text().replace("REGISTER_DISPATCH(std_var_stub, &mps::std_var_mps_kernel);\n", ""))
     res = run("check", "--root", real_tree, "--select", "MPS002", "--strict")  # (a practice tree looks partial)
     assert res.exit_code == 1 and "std_var_stub" in res.output
+
+
+def test_complex_reaches_var_as_its_parts_and_prod_whole(real_tree):
+    from mpsgen.plan.reduction import whole_complex_callers
+
+    cpp = (real_tree / "aten/src/ATen/native/ReduceOps.cpp").read_text()
+    assert whole_complex_callers(cpp, "std_var_stub") == []  # std_var_out, std_var_mean_out: at::real / at::imag first
+    assert [c.split(" ")[0] for c in whole_complex_callers(cpp, "prod_stub")] == ["impl_func_prod"]
+
+
+def test_var_is_refused_where_the_shared_path_hands_the_stub_complex_whole(run, real_tree):
+    cpp = real_tree / "aten/src/ATen/native/ReduceOps.cpp"
+    text = cpp.read_text()
+    start = text.index("  if (at::isComplexType(self.scalar_type())) {")
+    end = text.index("    return result;\n  }\n", start) + len("    return result;\n  }\n")
+    cpp.write_text(text[:start] + text[end:])  # std_var_out without its complex branch
+    res = run("migrate-from-mpsgraph", "var", "--root", real_tree)
+    said = " ".join(res.output.split())
+    assert res.exit_code != 0 and "complex: parts" in said and "std_var_out (aten/src/ATen/native/ReduceOps.cpp:" in said, said
+    assert "Traceback" not in res.output
+
+
+def test_the_hosts_refuse_a_complex_tensor(run, real_tree):
+    assert run("migrate-from-mpsgraph", "var", "--root", real_tree).exit_code == 0
+    res = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    mm = (real_tree / MM).read_text()
+    for function in ("std_var_mps_kernel", "prod_mps_kernel"):
+        body = mm[mm.index(f"static void {function}(") :]
+        body = body[: body.index("\n}\n")]
+        guard = body.index("TORCH_CHECK(!c10::isComplexType(input.scalar_type())")
+        assert guard < body.index("reduction_dispatch_mps(iter," if "reduction_dispatch_mps(iter," in body else "dispatchThreads"), function

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import textwrap
 
 from mpsgen.patch.changeset import Changeset
 from mpsgen.edits import add_include
@@ -28,8 +29,11 @@ from mpsgen.plan.newkernel import append_kernel_to_metal, cmake_note, library_bl
 from mpsgen.tree.op_facts import rows_of_op
 from mpsgen.tree.legacy import legacy_rows
 from mpsgen.spec.reduction import ReductionSpec
+from mpsgen.codegen.reduction_dispatch import dispatch_pairs, misfit, op_struct, op_struct_name, read_dispatcher, registration_lines
+from mpsgen.codegen.reduction_dispatch import host_text as dispatch_host_text
 from mpsgen.codegen.reduction import (
     REDUCTION_UTILS,
+    helper_problems,
     host_function_name,
     host_text,
     kernel_source,
@@ -94,6 +98,26 @@ def _stub_callers(text: str, stub: str) -> list[tuple[int, int]]:
     return spans
 
 
+def whole_complex_callers(text: str, stub: str) -> list[str]:
+    """The functions of ``text`` that may hand ``stub`` a complex tensor whole: those calling it
+    without first returning from an ``isComplexType`` branch that reduces the input's parts
+    (``at::real``/``at::imag``), as std_var_out and std_var_mean_out do."""
+    masked = mask_c_comments_and_strings(text)
+    whole = []
+    for start, end in _stub_callers(text, stub):
+        call = re.search(rf"\b{re.escape(stub)}\s*\(", masked[start:end])
+        before = masked[start : start + call.start()] if call else ""
+        split = False
+        for m in re.finditer(r"\bif\s*\(\s*(?:at::)?isComplexType\s*\([^()]*(?:\([^()]*\))?[^()]*\)\s*\)\s*\{", before):
+            block = before[m.end() - 1 : match_close(before, m.end() - 1) + 1]
+            if re.search(r"\breal\s*\(", block) and re.search(r"\bimag\s*\(", block) and re.search(r"\breturn\b", block):
+                split = True
+        if not split:
+            name = re.match(r"[^(]*?(\w+)\s*\(", masked[start:end])
+            whole.append(f"{name.group(1) if name else '?'} ({REDUCE_OPS_CPP}:{text.count(chr(10), 0, start) + 1})")
+    return whole
+
+
 def device_check_edit(text: str, stub: str, where: str = REDUCE_OPS_CPP) -> tuple[str, list[str]]:
     """``text`` with MPS added to each device check (``TORCH_CHECK(self.device().is_cpu() || ...``)
     of a function calling ``stub`` that does not name MPS, and a note of each; refused where a
@@ -154,6 +178,13 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             hint="Point --root at a PyTorch checkout.",
         )
     cpp_text, cpp_notes = device_check_edit(cpp.text, spec.stub)
+    whole = whole_complex_callers(cpp.text, spec.stub)
+    if spec.complex == "parts" and whole:
+        raise Refused(
+            f"{spec.source}: says `complex: parts` (the stub never sees a complex tensor), but {', '.join(whole)} "
+            f"hands {spec.stub} its input without reducing a complex one's parts first; its kernels register no complex pair.",
+            hint="Decompose complex inputs there as std_var_out does, or drop `complex: parts` from the spec.",
+        )
     kernels = {r.mps.kernel for r in legacy}
     found = find_impls(tree, kernels)
     missing = sorted(kernels - set(found))
@@ -229,37 +260,73 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
     helpers_src = tree.read_optional(REDUCTION_UTILS)
     if helpers_src is None:
         raise Refused(f"this tree has no {REDUCTION_UTILS}, whose reduction helpers the kernel calls.")
-    kernel = kernel_source(cut, read_helpers(helpers_src.text)).rstrip("\n") + "\n\n" + registrations(cut).rstrip("\n")
-    struct = params_header(cut).rstrip("\n")
-    header = tree.read_optional(header_rel)
-    if header is None:
-        changeset.create(header_rel, new_header("#include <c10/metal/common.h>\n\n" + struct))
-    else:
-        text = add_struct(header.text, struct, cut.params_struct, header_rel)
-        if "c10/metal/common.h" not in text:
-            text = add_include(text, "c10/metal/common.h")
-        changeset.add(header, text)
-    metal = tree.read_optional(metal_rel)
-    if metal is None:
-        from mpsgen.core.render import render
-
-        body = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n"
-        changeset.create(metal_rel, add_include(body, "c10/metal/reduction_utils.h"))
-    else:
-        if re.search(rf"\b{re.escape(cut.kernel_function)}\b", metal.text):
-            raise Refused(f"{metal_rel} already has a kernel {cut.kernel_function}; the stub may have a Metal kernel already.")
-        changeset.add(metal, add_include(append_kernel_to_metal(metal.text, header_rel, kernel), "c10/metal/reduction_utils.h"))
     mm = tree.read(mm_rel) if tree.exists(mm_rel) else None
     if mm is None:
         raise Refused(f"this tree has no {mm_rel}; mpsgen puts the host function of {spec.stub} there.")
-    function = host_text(cut, f"{spec.file}.metal").rstrip("\n")
-    changeset.add(mm, _place_host(changeset.current_text(mm), mm_rel, header_rel, function, library_block(tree, spec.file), spec))
+    metal = tree.read_optional(metal_rel)
+    # a dispatcher of the file's own (2.14's reduction_dispatch_mps) runs the op where it fits
+    disp = read_dispatcher(mm.text, metal.text if metal is not None else None, mm_rel, metal_rel)
+    why_not = misfit(cut) if disp is not None else None
+    if disp is not None and why_not is None:
+        helper_problems_ = helper_problems(cut, read_helpers(helpers_src.text), REDUCTION_UTILS)
+        if helper_problems_:
+            raise Refused(f"{spec.source or spec.stub}: " + "; ".join(helper_problems_) + ".")
+        assert metal is not None  # (read_dispatcher refuses a tree without it)
+        registered, widened = dispatch_pairs(cut, kept, disp)
+        if re.search(rf'"{re.escape(cut.kernel)}"\s*,|\b{re.escape(op_struct_name(cut))}\b', metal.text) and op_struct(cut):
+            raise Refused(f"{metal_rel} already registers {cut.kernel} kernels or has {op_struct_name(cut)}; the stub may have a Metal kernel already.")
+        block = "\n\n".join(t for t in (op_struct(cut).rstrip("\n"), registration_lines(cut, disp, registered)) if t)
+        changeset.add(metal, add_include(metal.text.rstrip("\n") + "\n\n" + block + "\n", "c10/metal/reduction_utils.h"))
+        function = dispatch_host_text(cut, disp, widened, f"{spec.file}.metal").rstrip("\n")
+        changeset.add(mm, _place_host(changeset.current_text(mm), mm_rel, None, function, library_block(tree, spec.file), spec))
+        changeset.notes.append(
+            f"{metal_rel}: {op_struct_name(cut)} and {disp.macro} for "
+            + ", ".join(f"{a}->{b}" for a, b in registered)
+            + f" ({', '.join(v or 'generic' for v in disp.variants)} kernels each); {mm_rel}: {host_function_name(cut)} calls "
+            f"{disp.function} ({disp.where}) and REGISTER_DISPATCH({spec.stub}, ...)"
+        )
+        if widened:
+            changeset.notes.append(
+                f"{', '.join(f'{a}->{b}' for a, b in widened)}: reduced through the {', '.join(f'{a}->float' for a, _b in widened)} kernels and rounded "
+                f"(the value kernels of {metal_rel} accumulate in their output type)"
+            )
+    else:
+        kernel = kernel_source(cut, read_helpers(helpers_src.text)).rstrip("\n") + "\n\n" + registrations(cut).rstrip("\n")
+        struct = params_header(cut).rstrip("\n")
+        header = tree.read_optional(header_rel)
+        if header is None:
+            changeset.create(header_rel, new_header("#include <c10/metal/common.h>\n\n" + struct))
+        else:
+            text = add_struct(header.text, struct, cut.params_struct, header_rel)
+            if "c10/metal/common.h" not in text:
+                text = add_include(text, "c10/metal/common.h")
+            changeset.add(header, text)
+        if metal is None:
+            from mpsgen.core.render import render
 
-    pairs = ", ".join(f"{a}->{b}" for a, b in kept)
-    changeset.notes.append(
-        f"{header_rel}: {cut.params_struct}; {metal_rel}: {cut.kernel_function} registered for {pairs}; "
-        f"{mm_rel}: {host_function_name(cut)} and REGISTER_DISPATCH({spec.stub}, ...)"
-    )
+            body = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n"
+            changeset.create(metal_rel, add_include(body, "c10/metal/reduction_utils.h"))
+        else:
+            if re.search(rf"\b{re.escape(cut.kernel_function)}\b", metal.text):
+                raise Refused(f"{metal_rel} already has a kernel {cut.kernel_function}; the stub may have a Metal kernel already.")
+            changeset.add(metal, add_include(append_kernel_to_metal(metal.text, header_rel, kernel), "c10/metal/reduction_utils.h"))
+        function = host_text(cut, f"{spec.file}.metal").rstrip("\n")
+        if disp is not None:  # (the file's dispatcher cannot run it: say why, where a reader looks)
+            why = textwrap.wrap(f"not through {disp.function}: {why_not}", 116)
+            function = "".join(f"// {ln}\n" for ln in why) + function
+            changeset.notes.append(f"{mm_rel}: {spec.stub} gets a kernel of its own, not {disp.function} ({disp.where}): {why_not}")
+        changeset.add(mm, _place_host(changeset.current_text(mm), mm_rel, header_rel, function, library_block(tree, spec.file), spec))
+        changeset.notes.append(
+            f"{header_rel}: {cut.params_struct}; {metal_rel}: {cut.kernel_function} registered for "
+            + ", ".join(f"{a}->{b}" for a, b in kept)
+            + f"; {mm_rel}: {host_function_name(cut)} and REGISTER_DISPATCH({spec.stub}, ...)"
+        )
+
+    if spec.complex == "parts":
+        changeset.notes.append(
+            f"complex inputs reach {spec.stub} as their real and imaginary parts ({REDUCE_OPS_CPP} reduces the parts of a "
+            f"complex input before it): the float kernels serve them; the host refuses a complex tensor should one come"
+        )
     if dropped:
         changeset.notes.append(
             f"not registered (this tree's {REDUCE_OPS_UTILS} casts the input to the output type first): "
@@ -289,7 +356,7 @@ def _drop_from_complex_set(text: str, op: str) -> str:
 _NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
 
-def _place_host(text: str, rel: str, header_rel: str, function: str, library: str, spec: ReductionSpec) -> str:
+def _place_host(text: str, rel: str, header_rel: str | None, function: str, library: str, spec: ReductionSpec) -> str:
     """The host function and its REGISTER_DISPATCH before ``} // namespace at::native``, with the
     includes it needs and the shader library where the file has none."""
     ends = list(_NAMESPACE_END.finditer(text))
@@ -299,7 +366,7 @@ def _place_host(text: str, rel: str, header_rel: str, function: str, library: st
         raise Refused(f"{rel} already has {host_function_name(spec)} or a REGISTER_DISPATCH of {spec.stub}.")
     new = text
     # (ATen/native/Pool.h declares safe_downcast, the host's checked narrowing: upstream's ReduceOps.mm includes it too)
-    for include in (header_rel[len("aten/src/") :], "ATen/native/Pool.h", "fmt/format.h"):
+    for include in ((header_rel[len("aten/src/") :], "ATen/native/Pool.h", "fmt/format.h") if header_rel else ()):
         new = add_include(new, include)
     if not re.search(r"^static auto& lib\b|MetalShaderLibrary lib\b", new, re.M):
         opening = re.search(r"^namespace at::native \{\n", new, re.M)

@@ -31,6 +31,7 @@ from mpsgen.tree.facts import Facts, mps_only, op_of, shared
 from mpsgen.tree.index import Index
 from mpsgen.tree.native_yaml import NativeFunction, scanned_native_functions
 from mpsgen.tree.opinfo import mps_decorators
+from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 if TYPE_CHECKING:
     from mpsgen.plan.migrate import Candidate
@@ -370,6 +371,41 @@ def _custom_kernel_fits(tree: PytorchTree, op: str) -> bool:
     return not_a_kernel_op(tree, op, read_native_functions(tree)[1]) is None
 
 
+_MPSGRAPH_RUN = re.compile(r"\b(?:runMPSGraph|LookUpOrCreateCachedGraph)\b")
+
+
+def _runs_metal(text: str, line: int) -> bool:
+    """Whether the function defined at ``line`` of a host file asks the shader library for a
+    pipeline (itself or through the file's functions it calls, a few calls deep) and runs no
+    MPSGraph on the way: a file may hold both (2.14's ReduceOps.mm: Metal min/max beside
+    MPSGraph prod and var)."""
+    if "getPipelineStateForFunc" not in text:
+        return False
+    masked = mask_c_comments_and_strings(text)
+    starts = [0] + [m.end() for m in re.finditer(r"\n", masked)]
+    bodies = {}
+    for m in re.finditer(r"^[A-Za-z_][^\n;{}]*?\b(\w+)\s*\([^;{]*?\)\s*(?:const\s*)?\{", masked, re.M):
+        bodies.setdefault(m.group(1), (m.end() - 1, match_close(masked, m.end() - 1)))
+    if line - 1 >= len(starts):
+        return False
+    brace = masked.find("{", starts[line - 1])
+    if brace < 0:
+        return False
+    todo, seen, metal = [(brace, match_close(masked, brace), 0)], set(), False
+    while todo:
+        a, b, depth = todo.pop()
+        body = masked[a:b]
+        if _MPSGRAPH_RUN.search(body):
+            return False
+        metal = metal or "getPipelineStateForFunc" in body
+        if depth < 3:
+            for name in set(re.findall(r"\b(\w+)\s*\(", body)) - seen:
+                seen.add(name)
+                if name in bodies and bodies[name][1] > 0:
+                    todo.append((*bodies[name], depth + 1))
+    return metal
+
+
 def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:
     """An op whose every MPS row runs a function of a host file that asks the shader library
     for pipelines by name runs on its own Metal kernel (new-kernel's, or written by hand): no
@@ -384,7 +420,7 @@ def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str |
             return None
         rel = r.where.rsplit(":", 1)[0]
         src = tree.read_optional(rel)
-        if src is None or "getPipelineStateForFunc" not in src.text:
+        if src is None or not _runs_metal(src.text, int(r.where.rsplit(":", 1)[1])):
             return None  # (MPSGraph code: a migration's candidate)
         places.append(f"{r.kernel} in {rel}")
     if not places:

@@ -23,6 +23,8 @@ Schema (``specs/kernels/README.md``, "Reduction specs")::
     dtypes: [[float, float], [int, long], ...]   # (input, output) pairs
     empty: "1"                    # what the shared CPU path fills when nothing is reduced
     try: [{call: prod}]           # torch calls try compares with (dims: one | list)
+    complex: parts                # (optional) the shared path hands the stub a complex input's real and
+                                  # imaginary parts, never the complex tensor (ReduceOps.cpp's std_var_out)
 
 Loading reports every problem as ``file:line:col``; a loaded :class:`ReductionSpec` is valid.
 """
@@ -41,7 +43,7 @@ from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS  # (a reduction stub's head
 REDUCTION_KIND = "reduction"
 REDUCTION_KEYS = (
     "stub", "kind", "ops", "file", "kernel", "reduce", "load", "accumulate", "params", "finalize", "outputs",
-    "dtypes", "empty", "try", "max_dims",
+    "dtypes", "empty", "try", "max_dims", "complex",
 )
 # the Metal types a reduction registers, with the torch dtype each stands for
 REDUCTION_DTYPES = {t: TORCH_NAMES[t] for t in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")}
@@ -102,6 +104,7 @@ class ReductionSpec:
     finalize: str = ""
     try_calls: tuple[TryCall, ...] = ()
     max_dims: int = 8
+    complex: str = ""  # "parts": complex inputs reach the stub as their real and imaginary parts
     source: str | None = None
     kind: str = REDUCTION_KIND
 
@@ -312,10 +315,14 @@ def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | No
     max_dims = value.get("max_dims", 8)
     if type(max_dims) is not int or not 1 <= max_dims <= 16:
         bad("max_dims", "'max_dims' is a whole number from 1 to 16 (c10::metal::max_ndim).")
+    complex_ = value.get("complex", "")
+    if complex_ not in ("", "parts"):
+        bad("complex", "'complex: parts' says the shared CPU path hands the stub a complex input's real and imaginary parts; "
+            "leave it out otherwise.")
     if problems or op is None:
         return None, problems
     return ReductionSpec(
         stub=stub, ops=tuple(ops), kernel=kernel, reduce=op, outputs=tuple(str(o) for o in outputs), dtypes=tuple((a, b) for a, b in dtypes),
         empty=str(empty).lower(), file=stem, load=load, accumulate=accumulate, params=tuple(params), finalize=str(finalize).strip(),
-        try_calls=tuple(calls), max_dims=max_dims, source=shown,
+        try_calls=tuple(calls), max_dims=max_dims, complex=complex_ or "", source=shown,
     ), []

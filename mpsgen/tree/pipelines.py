@@ -354,6 +354,9 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
     out: list[HostNameSite] = []
     for m in _PLAIN_KERNEL.finditer(masked):
         before = masked[max(0, m.start() - 200) : m.start()].rstrip()
+        # (a template's attributes may stand between its `template <...>` and `kernel void`:
+        # `[[max_total_threads_per_threadgroup(N)]]` in 2.14's ReduceOps.metal)
+        before = re.sub(r"(?:\[\[[^\[\]]*(?:\([^()]*\))?[^\[\]]*\]\]\s*)+$", "", before).rstrip()
         if not before.endswith(">") and "#define" not in masked[masked.rfind("\n", 0, m.start()) + 1 : m.start()]:
             out.append(HostNameSite(path, masked.count("\n", 0, m.start()) + 1, "", None, plain=m.group(1)))
     if "host_name" not in masked:

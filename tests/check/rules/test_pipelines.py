@@ -201,3 +201,15 @@ def test_names_registered_only_through_nested_macros_match_requests_built_from_p
     assert sorted(n.shown for n in names) == ["gather_float_int", "gather_float_long", "scatter_amax_float_int", "scatter_amax_float_long"]
     for r in pipeline_requests("operations/SG.mm", host):
         assert any(may_match(r.parts, n.parts) for n in names), r.shown
+
+
+def test_a_template_with_attributes_is_no_plain_kernel():
+    """2.14's ReduceOps.metal puts `[[max_total_threads_per_threadgroup(N)]]` between a kernel
+    template's `template <...>` and `kernel void`: registered through host_name, not by its name."""
+    from mpsgen.tree.pipelines import host_names
+
+    text = (
+        "template <typename T>\n[[max_total_threads_per_threadgroup(1024)]]\nkernel void tmpl(device T* x) {}\n"
+        "[[max_total_threads_per_threadgroup(64)]]\nkernel void plain_one(device float* x) {}\n"
+    )
+    assert [n.parts for n in host_names("k.metal", text)] == [("plain_one",)]

@@ -42,6 +42,19 @@ static Tensor& std_var_out(const char* fname,
               fname, ": a tensor on a CPU, CUDA, or XPU device is expected, got ", self.device().type());
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               fname, ": floating point and complex inputs only");
+  if (at::isComplexType(self.scalar_type())) {
+    // a complex variance is the sum of its parts' variances (each reduced as a real tensor)
+    const ScalarType part_type = c10::toRealValueType(get_dtype_from_result(result, {}));
+    Tensor real_part = at::empty({0}, self.options().dtype(part_type));
+    Tensor imag_part = at::empty({0}, self.options().dtype(part_type));
+    std_var_out(fname, real_part, at::real(self), dim, correction_opt, keepdim, /*take_sqrt=*/false);
+    std_var_out(fname, imag_part, at::imag(self), dim, correction_opt, keepdim, /*take_sqrt=*/false);
+    at::add_out(result, real_part, imag_part);
+    if (take_sqrt) {
+      at::sqrt_out(result, result);
+    }
+    return result;
+  }
   const double correction = correction_opt.value_or(1).toDouble();
   auto iter = make_reduction(fname, result, self, dim, keepdim, self.scalar_type());
   if (iter.numel() == 0) {
@@ -63,6 +76,22 @@ static std::tuple<Tensor&, Tensor&> std_var_mean_out(const char* fname,
                                                      bool take_sqrt) {
   TORCH_CHECK(self.device().is_cpu() || self.device().is_cuda() || self.device().is_xpu(),
               fname, ": a tensor on a CPU, CUDA, or XPU device is expected, got ", self.device().type());
+  if (at::isComplexType(self.scalar_type())) {
+    // the parts reduced as real tensors: the variances add up, the means make the complex mean
+    const ScalarType part_type = c10::toRealValueType(get_dtype_from_result(result1, {}));
+    Tensor real_var = at::empty({0}, self.options().dtype(part_type));
+    Tensor real_mean = at::empty({0}, self.options().dtype(part_type));
+    Tensor imag_var = at::empty({0}, self.options().dtype(part_type));
+    Tensor imag_mean = at::empty({0}, self.options().dtype(part_type));
+    std_var_mean_out(fname, real_var, real_mean, at::real(self), dim, correction_opt, keepdim, /*take_sqrt=*/false);
+    std_var_mean_out(fname, imag_var, imag_mean, at::imag(self), dim, correction_opt, keepdim, /*take_sqrt=*/false);
+    at::add_out(result1, real_var, imag_var);
+    if (take_sqrt) {
+      at::sqrt_out(result1, result1);
+    }
+    at::complex_out(result2, real_mean, imag_mean);
+    return std::tuple<Tensor&, Tensor&>(result1, result2);
+  }
   const double correction = correction_opt.value_or(1).toDouble();
   auto iter = make_reduction(fname, result1, result2, self, dim, keepdim, self.scalar_type());
   if (iter.numel() == 0) {
