@@ -767,6 +767,29 @@ def _shipped_reduction(op: str, row, partial: bool, expr, functor_file, stub) ->
     return shipped_reduction_spec(op)
 
 
+def _report_reduction(tree, spec, op: str, changeset, with_test: bool, with_bench: bool, pr: bool, allow_dtype_loss: bool, *,
+                      dry_run: bool, patch: Optional[Path], strict: bool, force: bool) -> None:
+    """A reduction's migration with its side files (made, like the PR text, before anything is
+    written) and the PR text, printed once the change is applied."""
+    from mpsgen.reduction_companions import companion_files, reduction_pr_description
+
+    command = f"mpsgen migrate-from-mpsgraph {op}" + (" --allow-dtype-loss" if allow_dtype_loss else "")
+    files = [side_file(flag, name, text, said) for flag, name, text, said in
+             companion_files(tree, spec, changeset, command, with_test=with_test, with_bench=with_bench)]
+    test = next((path.name for path, *_rest in files if path.name.startswith("test_")), None)
+    text = reduction_pr_description(tree, spec, op, changeset, test=test, bench=with_bench) if pr else None
+    given = frozenset(f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on)
+    report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force, side_files=files, given=given)
+    for path, *_rest in files:
+        if dry_run:
+            err.print(f"dry run: would write {path}")
+        elif patch is not None:
+            err.print(f"not written with --patch: {path} (run without --patch to write it with the change)")
+    if text is not None:
+        with applied(changeset, "printing the PR description") if not (dry_run or patch is not None) else contextlib.nullcontext():
+            write_out("\n" + text)
+
+
 @app.command("migrate-from-mpsgraph")
 def migrate_from_mpsgraph(
     op: Optional[str] = typer.Argument(None, help="aten op name, e.g. acosh (omit with --list)"),
@@ -849,15 +872,13 @@ def migrate_from_mpsgraph(
             from mpsgen.reduction import load_reduction_spec
             from mpsgen.reduction_migrate import plan_reduction_migration
 
-            asked = [f for f, on in (("--with-test", with_test), ("--with-bench", with_bench), ("--pr-description", pr)) if on]
-            if asked:
-                raise BadInput(f"{', '.join(asked)}: not written for a reduction ({reduction.name}) yet.", hint="Run without them.")
             tree = PytorchTree.locate(root)
             refuse_interrupted(tree.root)
             spec = load_reduction_spec(reduction, display=f"specs/reductions/{reduction.name}")
             with busy(f"planning the migration of {op}: reading the tree..."):
                 changeset = plan_reduction_migration(tree, spec, op, allow_dtype_loss=allow_dtype_loss)
-            report(changeset, dry_run=dry_run, patch=patch, strict=strict, op=op, force=force)
+            _report_reduction(tree, spec, op, changeset, with_test, with_bench, pr, allow_dtype_loss,
+                              dry_run=dry_run, patch=patch, strict=strict, force=force)
             return
         spec, notes = build_spec(
             op, unary, binary, kind, int2float, integer, integer_no_bool, complex_, opmath, expr, functor_file, spec_file, stub, row,
