@@ -212,7 +212,9 @@ def reduction_pr_description(
                 said += f" and what only {'they' if len(legacy) > 1 else 'it'} used ({', '.join(f'`{h}`' for h in helpers)})"
             said += "."
         elif rel == COMMON_MPS:
-            said = "the MPS test lists follow the kernel's dtypes (below)."
+            left = names(r"^\s*[\"'](\w[\w.]*)[\"'],", removed)
+            said = (f"{left} leave{'s' if left.count('`') == 2 else ''} `SUPPORTED_COMPLEX_OPS`: the kernel serves no complex type (below)."
+                    if left and not added else "the MPS test lists follow the kernel's dtypes (below).")
         else:
             said = f"{len(added)} line(s) added, {len(removed)} removed."
         lines.append(f"- `{rel}`: {said}")
