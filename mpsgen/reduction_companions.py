@@ -84,7 +84,7 @@ def reduction_shader_test(tree: PytorchTree, spec: ReductionSpec, changeset: Cha
         source=source, pairs=py_literal([list(p) for p in cut.dtypes]), max_dims=spec.max_dims, outputs=len(spec.outputs),
         params=py_literal([[p.name, STRUCT_CODES[p.metal_type]] for p in spec.params]), max_threads=MAX_THREADS,
         empty=py_literal(float(spec.empty) if spec.empty in ("nan", "inf", "-inf") else int(spec.empty)),
-        calls=py_literal(calls), integers=integers,
+        calls=py_literal(calls), integers=integers, op_dtypes=py_literal(list(dict.fromkeys(ti for ti, _to in spec.dtypes))),
     )
     return filename, text + "\n"
 
