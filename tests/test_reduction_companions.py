@@ -49,8 +49,9 @@ def test_the_companions_match_their_golden_files(op: str, run, real_tree: Path, 
     test, bench = work / f"test_{kernel}_reduction_shader.py", work / f"bench_{kernel}.py"
     assert sorted(p.name for p in work.iterdir()) == sorted([test.name, bench.name])
     assert f"wrote {test}: on a Mac, `python -m pytest {test.name} -v` checks the kernel before you build" in res.output
-    assert_golden(f"companions/{release}/{test.name}", test.read_text())
-    assert_golden(f"companions/{release}/{bench.name}", bench.read_text())
+    # (stored as .golden: pytest would collect a test_*.py under tests/, and linters lint .py files)
+    assert_golden(f"companions/{release}/{test.name}.golden", test.read_text())
+    assert_golden(f"companions/{release}/{bench.name}.golden", bench.read_text())
     assert_golden(f"companions/{release}/pr_{op}.md", _body(res.stdout))
 
 
