@@ -106,11 +106,6 @@ def test_migrate_prod(run, real_tree, release):
     assert again.exit_code != 0 and "nothing to migrate" in again.output
 
 
-def test_reduction_companions_are_refused(run, real_tree):
-    res = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--with-test", "--dry-run", "--root", real_tree)
-    assert res.exit_code != 0 and "--with-test" in res.output and "Traceback" not in res.output
-
-
 # device checks in the forms ReduceOps.cpp has had (mpsgen's own text, upstream's shapes)
 _CHECKED = """static Tensor& reduce_out(const char* name, Tensor& result, const Tensor& self) {{
   TORCH_CHECK({condition},

@@ -96,26 +96,37 @@ def companion_files(spec, command: str, companions: Companions) -> list[SideFile
     return files
 
 
-def reduction_companions(companions: Companions, spec_path: Path) -> Companions:
-    """The companions a reduction's migration writes: none yet (asking for one is refused
-    before the tree is read)."""
-    if companions.asked:
-        raise BadInput(f"{', '.join(companions.asked)}: not written for a reduction ({spec_path.name}) yet.", hint="Run without them.")
-    return Companions()
+def reduction_side_files(tree: PytorchTree, spec, op: str, changeset: Changeset, command: str, companions: Companions) -> tuple[list[SideFile], str | None]:
+    """A reduction's side files and PR text: made from the planned change (the test embeds the
+    kernel as the change writes it), before anything is written."""
+    from mpsgen.plan.reduction_companions import companion_files as reduction_files, reduction_pr_description
+
+    files = [side_file(flag, name, text, said) for flag, name, text, said in
+             reduction_files(tree, spec, changeset, command, with_test=companions.with_test, with_bench=companions.with_bench)]
+    test = next((path.name for path, *_rest in files if path.name.startswith("test_")), None)
+    pr_text = reduction_pr_description(tree, spec, op, changeset, test=test, bench=companions.with_bench) if companions.pr else None
+    return files, pr_text
 
 
-def write_companions(spec, changeset: Changeset, command: str, files: list[SideFile], pr: bool, dry_run: bool) -> None:
+def write_companions(
+    spec, changeset: Changeset, command: str, files: list[SideFile], pr: bool, delivery: Delivery, pr_text: str | None = None
+) -> None:
     """After the change (``report`` wrote the side files with it): what a dry run would have
-    written, and the PR description."""
+    written (or --patch did not), and the PR description (``pr_text``, or the op's)."""
+    shown = delivery.dry_run or delivery.patch is not None
     for path, _text, _replace, _said in files:
-        if dry_run:
+        if delivery.dry_run:
             err.print(f"dry run: would write {path}")
+        elif delivery.patch is not None:
+            err.print(f"not written with --patch: {path} (run without --patch to write it with the change)")
     if pr:
-        from mpsgen.plan.companions import bench_files, pr_description
+        if pr_text is None:
+            from mpsgen.plan.companions import bench_files, pr_description
 
-        bench = any(path.name == bench_files(spec.name)[0] for path, *_rest in files)
-        with applied(changeset, "printing the PR description") if not dry_run else contextlib.nullcontext():
-            write_out("\n" + pr_description(spec, changeset, command, bench=bench))
+            bench = any(path.name == bench_files(spec.name)[0] for path, *_rest in files)
+            pr_text = pr_description(spec, changeset, command, bench=bench)
+        with applied(changeset, "printing the PR description") if not shown else contextlib.nullcontext():
+            write_out("\n" + pr_text)
 
 
 def side_file(flag: str, name: str, text: str, said: str) -> SideFile:
@@ -133,6 +144,7 @@ def side_file(flag: str, name: str, text: str, said: str) -> SideFile:
 def plan_and_report(
     command: str, op: str, spec, plan: Callable[[PytorchTree], Changeset], doing: str, *,
     root: Optional[Path], delivery: Delivery, companions: Companions, notes: tuple[str, ...] | list[str] = (),
+    reducing: bool = False,
 ) -> None:
     """The flow new-op and migrate-from-mpsgraph share: the tree (a change cut short there is
     refused first), the plan (``plan(tree)``, saying ``doing`` meanwhile), then the change
@@ -144,12 +156,15 @@ def plan_and_report(
     with busy(doing):
         changeset = plan(tree)
     changeset.notes[:0] = notes
-    files = companion_files(spec, command, companions)
+    if reducing:
+        files, pr_text = reduction_side_files(tree, spec, op, changeset, command, companions)
+    else:
+        files, pr_text = companion_files(spec, command, companions), None
     report(
         changeset, dry_run=delivery.dry_run, patch=delivery.patch, strict=delivery.strict, op=op, force=delivery.force,
         side_files=files, given=companions.given,
     )
-    write_companions(spec, changeset, command, files, companions.pr, delivery.dry_run or delivery.patch is not None)
+    write_companions(spec, changeset, command, files, companions.pr, delivery, pr_text)
 
 
 def new_op(
@@ -278,12 +293,12 @@ def migrate_from_mpsgraph(
             from mpsgen.plan import reduction
             from mpsgen.spec.reduction import load_reduction_spec
 
-            companions = reduction_companions(companions, shipped_reduction)
             rspec = load_reduction_spec(shipped_reduction, display=f"specs/reductions/{shipped_reduction.name}")
             plan_and_report(
-                "migrate-from-mpsgraph", op, rspec,
+                f"mpsgen migrate-from-mpsgraph {op}" + (" --allow-dtype-loss" if allow_dtype_loss else ""), op, rspec,
                 lambda tree: reduction.plan_reduction_migration(tree, rspec, op, allow_dtype_loss=allow_dtype_loss),
                 f"planning the migration of {op}: reading the tree...", root=root, delivery=delivery, companions=companions,
+                reducing=True,
             )
             return
         spec, notes = build_spec(flags, root=root, migrate=True)

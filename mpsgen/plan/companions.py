@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from mpsgen.patch.changeset import Changeset
 from mpsgen.core.errors import Refused
+from mpsgen.plan.pr_text import LEGACY_DEFINITION as _LEGACY_DEFINITION
+from mpsgen.plan.pr_text import file_changes as _file_changes
+from mpsgen.plan.pr_text import names as _names
 from mpsgen.spec.registrations import COMPLEX, FLOATS, TORCH_DTYPES, input_dtypes
 from mpsgen.core.render import render
 from mpsgen.spec.op import OPERANDS, OpSpec
@@ -159,14 +161,6 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str, bench: bool
         lines += [""] + bench_placeholder(spec.name, command)
     return "\n".join(lines) + "\n"
 
-# what an MPSGraph implementation defines: TORCH_IMPL_FUNC(<kernel>), a one-line
-# CREATE_MPS_*(<kernel>, ...) / REGISTER_MPS_UNARY_STUB(<kernel>, ...), or `Tensor& <kernel>_mps(`
-_LEGACY_DEFINITION = (
-    r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)|\b(?:CREATE_MPS_\w+|REGISTER_MPS_UNARY_STUB)\(\s*(\w+)"
-    r"|(?m:^[ \t]*(?:static\s+)?Tensor\s*&?\s*(\w+_mps)\s*\()"
-)
-
-
 def testing_lines(next_steps: list[str]) -> list[str]:
     """A PR body's lines on testing, from the change's next steps: the tests it un-xfails and
     its test commands."""
@@ -177,30 +171,6 @@ def testing_lines(next_steps: list[str]) -> list[str]:
     unblocked = [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]
     lines = ["", "No longer expected to fail on MPS: " + ", ".join(unblocked) + "."] if unblocked else []
     return lines + (["", "Test plan:", "```", *tests, "```"] if tests else [])
-
-
-def _file_changes(changeset: Changeset) -> list[tuple[str, list[str], list[str]]]:
-    """(path, added lines, removed lines) of each changed file, in the order the change made them."""
-    found: dict[str, tuple[list[str], list[str]]] = {}
-    current: tuple[list[str], list[str]] | None = None
-    header = 0
-    for line in changeset.diff().split("\n"):
-        if line.startswith("diff --git a/"):
-            current = found.setdefault(line.split(" b/", 1)[1], ([], []))
-            header = 2  # the ---/+++ lines that follow
-        elif header:
-            header -= 1
-        elif current is not None and line[:1] in ("+", "-"):
-            current[0 if line[0] == "+" else 1].append(line[1:])
-    order = [e.relpath for e in changeset.changed if e.relpath in found]
-    order.sort(key=lambda rel: rel != NATIVE_FUNCTIONS)  # the dispatch table first, as it reads best
-    return [(rel, *found[rel]) for rel in order]
-
-
-def _names(pattern: str, lines: list[str]) -> str:
-    """The names ``pattern`` finds in ``lines`` (its first group that matched), as `a`, `b`."""
-    found = (next((g for g in m.groups() if g), "") for m in re.finditer(pattern, "\n".join(lines)))
-    return ", ".join(f"`{n}`" for n in dict.fromkeys(found) if n)
 
 
 def _what_changed(rel: str, added: list[str], removed: list[str], spec: OpSpec) -> str:

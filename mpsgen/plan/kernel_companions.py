@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core.render import render
+from mpsgen.codegen.shader_source import STRUCT_CODES, with_params_inlined
+from mpsgen.codegen.shader_source import py_literal as py
 from mpsgen.tree import PytorchTree
-
-# struct module format of each Metal field type of the params struct
-STRUCT_CODES = {"float": "f", "long": "q", "bool": "?"}
 
 
 def kernel_source(spec: KernelSpec, sig) -> str:
@@ -19,7 +18,7 @@ def kernel_source(spec: KernelSpec, sig) -> str:
 
     struct = struct_text(spec, sig)
     text = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel_text(spec, sig))
-    return text.replace(f"#include <ATen/native/mps/kernels/{spec.file}.h>", "#include <c10/metal/common.h>\n\n" + struct)
+    return with_params_inlined(text, f"ATen/native/mps/kernels/{spec.file}.h", struct)
 
 
 def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
@@ -49,19 +48,6 @@ def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
         shapes=py(shapes), params=py(params), derived=py({k: [op, [list(x) if isinstance(x, tuple) else x for x in a], which] for k, (op, a, which) in spec.try_inputs.items()}),
     )
     return filename, text + "\n"
-
-
-def py(value: object) -> str:
-    """``value`` (lists, dicts, strings, numbers, booleans) as Python source."""
-    import math
-
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{py(k)}: {py(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(py(v) for v in value) + "]"
-    if isinstance(value, float) and math.isinf(value):
-        return 'float("inf")' if value > 0 else 'float("-inf")'
-    return repr(value)
 
 
 def kernel_pr_description(spec: KernelSpec, changeset, host_function: str, row: str) -> str:

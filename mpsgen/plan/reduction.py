@@ -76,6 +76,31 @@ def routed_pairs(utils_text: str | None, where: str = REDUCE_OPS_UTILS) -> set[t
     return pairs
 
 
+def routed_spec(tree: PytorchTree, spec: ReductionSpec) -> tuple[ReductionSpec, set[tuple[str, str]]]:
+    """The spec cut to the (input, output) pairs the tree's host routes, and those pairs."""
+    utils = tree.read_optional(REDUCE_OPS_UTILS)
+    routed = routed_pairs(utils.text if utils is not None else None)
+    return dataclasses.replace(spec, dtypes=tuple(p for p in spec.dtypes if p in routed)), routed
+
+
+def metal_parts(tree: PytorchTree, cut: ReductionSpec) -> tuple[str, str]:
+    """(the kernel and its registrations, the params struct) as the change writes them into
+    ``kernels/<file>.metal`` and ``kernels/<file>.h``, against the tree's reduction helpers."""
+    helpers_src = tree.read_optional(REDUCTION_UTILS)
+    if helpers_src is None:
+        raise Refused(f"this tree has no {REDUCTION_UTILS}, whose reduction helpers the kernel calls.")
+    kernel = kernel_source(cut, read_helpers(helpers_src.text)).rstrip("\n") + "\n\n" + registrations(cut).rstrip("\n")
+    return kernel, params_header(cut).rstrip("\n")
+
+
+def new_metal_text(stem: str, kernel: str) -> str:
+    """``kernels/<stem>.metal`` as the change creates it around ``kernel``."""
+    from mpsgen.core.render import render
+
+    body = render("kernel/new_metal.metal.j2", stem=stem, kernels=kernel).rstrip("\n") + "\n"
+    return add_include(body, "c10/metal/reduction_utils.h")
+
+
 REDUCE_OPS_CPP = f"{NATIVE_DIR}/ReduceOps.cpp"
 _DEVICE_CHECK = re.compile(r"TORCH_CHECK\s*\(")
 
@@ -195,9 +220,8 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
         )
 
     # -- which pairs the host routes, and what MPSGraph served that the kernel will not ------
-    utils = tree.read_optional(REDUCE_OPS_UTILS)
-    routed = routed_pairs(utils.text if utils is not None else None)
-    kept = tuple(p for p in spec.dtypes if p in routed)
+    cut, routed = routed_spec(tree, spec)
+    kept = cut.dtypes
     dropped = [p for p in spec.dtypes if p not in routed]
     # a same-type pair other than the default output's is asked for through a `dtype=` argument
     takes_dtype = any("ScalarType? dtype" in e.func for e in of_op)
@@ -217,7 +241,6 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
             f"the Metal kernel of {spec.source} would serve fewer dtypes than {op}'s MPSGraph code: " + "; ".join(losses) + ".",
             hint="Add the pairs to the spec (and run `mpsgen try` on it), or pass --allow-dtype-loss to migrate anyway.",
         )
-    cut = dataclasses.replace(spec, dtypes=kept)
 
     changeset = Changeset(tree)
     # -- native_functions.yaml -------------------------------------------------------------
@@ -291,8 +314,7 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
                 f"(the value kernels of {metal_rel} accumulate in their output type)"
             )
     else:
-        kernel = kernel_source(cut, read_helpers(helpers_src.text)).rstrip("\n") + "\n\n" + registrations(cut).rstrip("\n")
-        struct = params_header(cut).rstrip("\n")
+        kernel, struct = metal_parts(tree, cut)
         header = tree.read_optional(header_rel)
         if header is None:
             changeset.create(header_rel, new_header("#include <c10/metal/common.h>\n\n" + struct))
@@ -302,10 +324,7 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
                 text = add_include(text, "c10/metal/common.h")
             changeset.add(header, text)
         if metal is None:
-            from mpsgen.core.render import render
-
-            body = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n"
-            changeset.create(metal_rel, add_include(body, "c10/metal/reduction_utils.h"))
+            changeset.create(metal_rel, new_metal_text(spec.file, kernel))
         else:
             if re.search(rf"\b{re.escape(cut.kernel_function)}\b", metal.text):
                 raise Refused(f"{metal_rel} already has a kernel {cut.kernel_function}; the stub may have a Metal kernel already.")
