@@ -358,17 +358,30 @@ def plan_reduction_migration(tree: PytorchTree, spec: ReductionSpec, op: str, *,
 
     # -- the test lists: complex tests of the op fail now -----------------------------------
     if complex_listed and common is not None:
-        changeset.add(common, _drop_from_complex_set(changeset.current_text(common), op))
-        changeset.notes.append(f"{COMMON_MPS}: {op} leaves SUPPORTED_COMPLEX_OPS (its complex tests are xfailed by that rule)")
+        keys = complex_keys(changeset.current_text(common), op)
+        changeset.add(common, _drop_from_complex_set(changeset.current_text(common), keys))
+        changeset.notes.append(
+            f"{COMMON_MPS}: {' and '.join(keys)} {'leave' if len(keys) > 1 else 'leaves'} SUPPORTED_COMPLEX_OPS "
+            f"(their complex tests are xfailed by that rule)"
+        )
     return changeset
 
 
-def _drop_from_complex_set(text: str, op: str) -> str:
+def complex_keys(text: str, op: str) -> list[str]:
+    """The keys of ``SUPPORTED_COMPLEX_OPS`` whose tests run ``op`` on complex input: the op's own
+    and its masked variant's (``masked.prod`` reduces through ``prod``)."""
+    m = re.search(r"SUPPORTED_COMPLEX_OPS\s*=\s*\{([^}]*)\}", text, re.S)
+    listed = re.findall(r"[\"']([\w.]+)[\"']", m.group(1)) if m else []
+    return [k for k in (op, f"masked.{op}") if k in listed]
+
+
+def _drop_from_complex_set(text: str, keys: list[str]) -> str:
     m = re.search(r"SUPPORTED_COMPLEX_OPS\s*=\s*\{", text)
     assert m is not None
     end = text.find("}", m.end())
     inner = text[m.end() : end]
-    inner = re.sub(rf"\n[ \t]*[\"']{re.escape(op)}[\"'],[ \t]*(?=\n)", "", inner, count=1)
+    for key in keys:
+        inner = re.sub(rf"\n[ \t]*[\"']{re.escape(key)}[\"'],[ \t]*(?=\n)", "", inner, count=1)
     return text[: m.end()] + inner + text[end:]
 
 

@@ -27,6 +27,7 @@ from mpsgen.plan.reduction import (
 )
 from mpsgen.core.render import render
 from mpsgen.codegen.shader_source import STRUCT_CODES, py_literal, with_params_inlined
+from mpsgen.codegen.reduction_dispatch import op_struct_name
 from mpsgen.tree import COMMON_MPS, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.codeowners import owners_of
 from mpsgen.tree.native_yaml import read_native_functions, scan_native_functions
@@ -62,6 +63,13 @@ def shader_source(tree: PytorchTree, spec: ReductionSpec, changeset: Changeset) 
     kernel, struct = metal_parts(tree, cut)
     header_rel, metal_rel, _mm = _paths(spec)
     metal, header = _new_text(changeset, metal_rel), _new_text(changeset, header_rel)
+    if metal is not None and kernel not in metal and re.search(rf'\b{re.escape(op_struct_name(cut))}\b', metal):
+        raise Refused(
+            f"--with-test: {cut.stub} runs through this tree's own reduction dispatcher here ({metal_rel} gets "
+            f"{op_struct_name(cut)} for the tree's value kernels), not a kernel of mpsgen's own; the compile_shader test "
+            "mpsgen writes dispatches its own kernel, which this change does not write; nothing written.",
+            hint="Run without --with-test; on a Mac the ops' tests in test/test_mps.py and the OpInfo tests run the dispatcher's kernels.",
+        )
     if metal is None or kernel not in metal or header is None or struct not in header:
         raise Refused(f"--with-test: the change does not write {cut.kernel_function} into {metal_rel} and "
                       f"{cut.params_struct} into {header_rel} as mpsgen would test them; nothing written.")
@@ -166,6 +174,9 @@ def reduction_pr_description(
     the changed files. Built from the change, never from mpsgen's notes."""
     cut, routed = routed_spec(tree, spec)
     header_rel, metal_rel, mm_rel = _paths(spec)
+    metal_after = _new_text(changeset, metal_rel) or ""
+    # the tree's own reduction dispatcher runs the op (2.14's reduction_dispatch_mps): no kernel of mpsgen's own
+    dispatched = cut.kernel_function not in metal_after and bool(re.search(rf"\b{re.escape(op_struct_name(cut))}\b", metal_after))
     ops = [f"`{o}`" for o in dict.fromkeys((op, *spec.ops))]
     shown = ops[0] if len(ops) == 1 else ", ".join(ops[:-1]) + " and " + ops[-1]
     title = f"[MPS] Migrate {_ops_shown(list(dict.fromkeys((op, *spec.ops))))} to Metal"
@@ -177,8 +188,11 @@ def reduction_pr_description(
     lines.append(
         f"Moves {shown} off MPSGraph, which compiles and caches a graph per input shape: `{spec.stub}` gets a Metal "
         f"kernel, so {'this op runs' if len(ops) == 1 else 'these ops run'} the structured kernels CPU and CUDA share. "
-        f"`{cut.kernel_function}` runs one threadgroup per output element; its threads stride over the reduced "
-        f"elements, {how}."
+        + (f"It runs through the tree's own reduction dispatcher: its value kernels (the shape the host picks) take "
+           f"`{op_struct_name(cut)}`, whose threadgroup reduction pads the lanes past the last partial with the identity."
+           if dispatched else
+           f"`{cut.kernel_function}` runs one threadgroup per output element; its threads stride over the reduced "
+           f"elements, {how}.")
     )
     lines.append("")
     moved, joined = _moved_rows(changeset)
@@ -194,11 +208,15 @@ def reduction_pr_description(
             said = f"the shared kernels accept MPS in the device check before `{spec.stub}`."
         elif rel == header_rel:
             said = f"`{cut.params_struct}`: the sizes and strides (32-bit){' and the stub' + chr(39) + 's arguments' if spec.params else ''} the host passes the kernel."
+        elif rel == metal_rel and dispatched:
+            said = (f"`{op_struct_name(cut)}` (identity, combine, SIMD and threadgroup reduction), registered for the value "
+                    "kernels the host's reduction dispatcher runs.")
         elif rel == metal_rel:
             pairs = ", ".join(f"{a}->{b}" for a, b in cut.dtypes)
             said = f"`{cut.kernel_function}`, registered for {pairs}."
         elif rel == mm_rel:
-            said = f"`{host_function_name(cut)}` dispatches the kernel for `{spec.stub}`"
+            said = (f"`{host_function_name(cut)}` runs `{spec.stub}` through the file's reduction dispatcher" if dispatched
+                    else f"`{host_function_name(cut)}` dispatches the kernel for `{spec.stub}`")
             gone = "\n".join(removed)
             kernels = {k for _r, k in moved} | {n.strip("`") for n in names(LEGACY_DEFINITION, removed).split(", ") if n}
             legacy = [k for k in dict.fromkeys(k for _r, k in moved) if re.search(rf"\b{k}\b", gone)]
@@ -212,7 +230,7 @@ def reduction_pr_description(
                 said += f" and what only {'they' if len(legacy) > 1 else 'it'} used ({', '.join(f'`{h}`' for h in helpers)})"
             said += "."
         elif rel == COMMON_MPS:
-            left = names(r"^\s*[\"'](\w[\w.]*)[\"'],", removed)
+            left = names(r"(?m)^\s*[\"'](\w[\w.]*)[\"'],", removed)
             said = (f"{left} leave{'s' if left.count('`') == 2 else ''} `SUPPORTED_COMPLEX_OPS`: the kernel serves no complex type (below)."
                     if left and not added else "the MPS test lists follow the kernel's dtypes (below).")
         else:

@@ -23,7 +23,7 @@ from functools import partial
 from typing import NamedTuple
 
 from mpsgen.check.model import ERROR, Finding, rule
-from mpsgen.check.rules.pipelines import pipeline_sides
+from mpsgen.tree.pipeline_sides import pipeline_sides
 from mpsgen.tree.facts import Facts
 from mpsgen.tree.index import Index
 from mpsgen.tree.source import (
