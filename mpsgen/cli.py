@@ -148,6 +148,9 @@ def fail(exc: MpsgenError) -> None:
 
 
 def print_diff(diff: str) -> None:
+    """The diff, coloured by line, printed as one text (a print per line cost rich's rendering
+    once per line: ~60 ms for a new-op's diff)."""
+    text = Text()
     for line in diff.splitlines():
         style = None
         if line.startswith(("+++", "---", "diff --git")):
@@ -158,7 +161,9 @@ def print_diff(diff: str) -> None:
             style = "red"
         elif line.startswith("@@"):
             style = "cyan"
-        out.print(Text(line, style=style or ""))
+        text.append(visible(line), style=style)
+        text.append("\n")
+    out.print(text, end="")
 
 
 WithTestOpt = typer.Option(
