@@ -77,7 +77,6 @@ def mm_files(tree: PytorchTree) -> list[str]:
 
 
 _WORD = re.compile(rb"\w+")
-_FEW = 8  # kernels find_impls looks for in a file's bytes rather than in its words
 
 
 _MM_BYTES = "migrate: .mm bytes and words"  # in PytorchTree.memo
@@ -117,9 +116,7 @@ def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl
         except OSError:
             continue
         raw, words = got[1], got[2]
-        # a few kernels are looked for in the bytes (C speed); many (coverage's list of every
-        # legacy kernel: hundreds, in each of ~100 files) in the file's words, listed once
-        if len(wanted) <= _FEW and words[0] is None and not any(k in raw for k in wanted):
+        if not any(k in raw for k in wanted):
             continue
         if words[0] is None:
             words[0] = frozenset(_WORD.findall(raw))
