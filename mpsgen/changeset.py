@@ -114,11 +114,10 @@ def _hunks(script: list[tuple[str, str]], a_base: int, b_base: int, context: int
     return out
 
 
-def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int = 3, base: int = 0) -> list[str]:
+def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int = 3) -> list[str]:
     """A unified diff computed only between the common head and tail of the two files and,
     inside that, only around the changes (the 1.4 MB OpInfo file costs milliseconds), with
-    insertions placed as git places them. ``base``: the line of the files where ``old`` and
-    ``new`` start (:func:`_window`)."""
+    insertions placed as git places them."""
     head = 0
     limit = min(len(old), len(new))
     while head < limit and old[head] == new[head]:
@@ -134,73 +133,8 @@ def _unified_diff(old: list[str], new: list[str], a: str, b: str, context: int =
     out = [f"--- {a}\n", f"+++ {b}\n"]
     for a_lo, a_hi, b_lo, b_hi in _regions(a_mid, b_mid):
         script = _edit_script(a_mid[a_lo:a_hi], b_mid[b_lo:b_hi])
-        out += _hunks(script, base + start + a_lo, base + start + b_lo, context)
+        out += _hunks(script, start + a_lo, start + b_lo, context)
     return out if len(out) > 2 else []
-
-
-_CHUNK = 1 << 16
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share (compared a block at a time, at C speed)."""
-    n = min(len(a), len(b))
-    lo = 0
-    while lo < n and a.startswith(b[lo : lo + _CHUNK], lo):
-        lo += _CHUNK
-    hi = min(lo + _CHUNK, n)
-    lo = min(lo, n)
-    while lo < hi:  # the first difference is in [lo, hi)
-        mid = (lo + hi) // 2
-        if a.startswith(b[lo : mid + 1], lo):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """How many trailing characters ``a`` and ``b`` share, at most ``limit``."""
-    n, la, lb = min(len(a), len(b), limit), len(a), len(b)
-    k = 0
-    while k < n and a.endswith(b[lb - min(k + _CHUNK, n) : lb - k], 0, la - k):
-        k = min(k + _CHUNK, n)
-    if k >= n:
-        return n
-    lo, hi = k, min(k + _CHUNK, n)
-    while lo < hi:  # the first difference from the end is in [lo, hi)
-        mid = (lo + hi) // 2
-        if a.endswith(b[lb - mid - 1 : lb - k], 0, la - k):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _window(old: str, new: str, context: int = 3) -> tuple[int, list[str], list[str]]:
-    """(base, old lines, new lines): the lines of both texts from ``context`` lines before the
-    first changed line to ``_KEEP`` + 1 lines after the last, and the line where they start.
-    :func:`_unified_diff` of the windows (with ``base``) is that of the whole files, while only
-    the changed part of a large file is split into lines: its unchanged head and tail are found
-    comparing the texts (C speed)."""
-    if old == new:
-        return 0, [], []
-    cut = old.rfind("\n", 0, _common_prefix(old, new)) + 1  # both texts open with old[:cut], whole lines
-    head = old.count("\n", 0, cut)
-    start = cut
-    for _ in range(min(context, head)):
-        start = old.rfind("\n", 0, start - 1) + 1
-    same = _common_suffix(old, new, min(len(old), len(new)) - cut)  # (within what follows the head)
-    stop = len(old)
-    newline = old.find("\n", len(old) - same)  # the unchanged tail: whole lines after it
-    if newline >= 0:
-        stop = newline + 1
-        for _ in range(_KEEP + 1):
-            nl = old.find("\n", stop)
-            if nl < 0:
-                stop = len(old)
-                break
-            stop = nl + 1
-    return old.count("\n", 0, start), _lines(old[start:stop]), _lines(new[start : len(new) - (len(old) - stop)])
 
 
 @dataclass(frozen=True)
@@ -278,8 +212,9 @@ class Changeset:
         """A unified diff, ``git apply``-able at the tree root."""
         chunks = []
         for e in sorted(self.changed, key=lambda e: e.relpath):
-            base, old, new = _window(e.source.raw.decode("utf-8"), e.new_bytes.decode("utf-8"))
-            body = _unified_diff(old, new, "/dev/null" if e.created else f"a/{e.relpath}", f"b/{e.relpath}", base=base)
+            old = _lines(e.source.raw.decode("utf-8"))
+            new = _lines(e.new_bytes.decode("utf-8"))
+            body = _unified_diff(old, new, "/dev/null" if e.created else f"a/{e.relpath}", f"b/{e.relpath}")
             if not body:
                 continue
             chunks.append(f"diff --git a/{e.relpath} b/{e.relpath}\n")
