@@ -127,8 +127,11 @@ class Facts:
     @cached_property
     def resolver(self) -> StubResolver:
         """The one row -> stub resolver (mpsgen.tree.resolver), over this index's stubs."""
-        # (the yaml, for a row's kind and schema where a kernel has several definitions, and for forwards)
-        return StubResolver(self.index.stubs, self.index.cpp_files, partial(self.index.read, self.yaml))
+        # (the yaml, for a row's kind and schema where a kernel has several definitions, and for
+        # forwards). The tree's one resolver: explain and coverage plan on the same tree, and a
+        # second resolver would scan the .cpp sources again.
+        index = self.index
+        return StubResolver.of(index.tree, lambda: StubResolver(index.stubs, index.cpp_files, partial(index.read, self.yaml)))
 
     def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
         return self.resolver.resolve(entry, kernel).stub

@@ -17,6 +17,7 @@ from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings
 _STRUCT_FUNCTOR = re.compile(r"^[ \t]*struct[ \t]+([A-Za-z_]\w*)_functor\b", re.M)
 _NAMESPACE_OPEN = re.compile(r"^\s*(?:inline\s+)?namespace\b[^;{]*\{")
 _STATEMENT = re.compile(r"^([A-Za-z_]\w*)[ \t]*\(", re.M)
+_BRACE = re.compile(r"[{}]")
 
 
 @dataclass(frozen=True)
@@ -71,18 +72,20 @@ def scan_masked(text: str, masked: str) -> MetalSource:
     # brace depth per line, not counting namespace braces (ignoring macro lines)
     depth_at: list[int] = []
     stack: list[bool] = []  # True for a namespace's brace
+    depth = 0  # the braces on the stack that are not a namespace's
     masked_lines = masked.split("\n")
     for idx, ln in enumerate(masked_lines):
-        depth_at.append(sum(1 for is_ns in stack if not is_ns))
+        depth_at.append(depth)
         if idx in in_macro or ("{" not in ln and "}" not in ln):
             continue
         is_namespace = bool(_NAMESPACE_OPEN.match(ln))
-        for ch in ln:
+        for ch in _BRACE.findall(ln):
             if ch == "{":
                 stack.append(is_namespace)
+                depth += not is_namespace
                 is_namespace = False
-            elif ch == "}" and stack:
-                stack.pop()
+            elif stack:
+                depth -= not stack.pop()
 
     functors: dict[str, FunctorDef] = {}
     for m in _STRUCT_FUNCTOR.finditer(masked):

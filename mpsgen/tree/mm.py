@@ -88,10 +88,11 @@ def _helper_kind(d: MacroDef) -> str | None:
     return m.group(1) if m else None
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=256)
 def scan_mm(text: str) -> MMSource:
     """What the host file ``text`` holds. Scanned once per text (a plan looks for MPSGraph code
-    in every .mm file; coverage plans dozens of ops): the answer is shared, read it only."""
+    in every .mm file; coverage plans dozens of ops, each looking in a few of upstream's ~100
+    files: room for them all): the answer is shared, read it only."""
     masked = mask_c_comments_and_strings(text)
     starts = line_starts(text)
     metal = scan_masked(text, masked)  # same #define / top-level statement rules

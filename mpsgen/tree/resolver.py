@@ -644,13 +644,15 @@ class StubResolver:
         return cls(declared_stubs(tree) if stubs is None else stubs, native_cpp_files(tree.root), yaml)
 
     @classmethod
-    def of(cls, tree: PytorchTree) -> StubResolver:
+    def of(cls, tree: PytorchTree, build: Callable[[], StubResolver] | None = None) -> StubResolver:
         """The tree's resolver, built once per :class:`PytorchTree` (one plan reads the
         headers and .cpp sources once, however many of its steps resolve rows; no mpsgen
-        command edits those files, so what it read stays true for the tree's lifetime)."""
+        command edits those files, so what it read stays true for the tree's lifetime).
+        ``build``: how to make it when it is not made yet (check's index has the stubs and
+        the .cpp list already), else :meth:`for_tree`."""
         got = tree.memo.get(_RESOLVER_KEY)
         if got is None:
-            got = tree.memo[_RESOLVER_KEY] = (None, cls.for_tree(tree))
+            got = tree.memo[_RESOLVER_KEY] = (None, build() if build is not None else cls.for_tree(tree))
         return got[1]
 
     def meta_inputs(self, op: str) -> tuple[int, str] | None:
