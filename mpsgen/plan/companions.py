@@ -164,7 +164,7 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str, bench: bool
 def testing_lines(next_steps: list[str]) -> list[str]:
     """A PR body's lines on testing, from the change's next steps: the tests it un-xfails and
     its test commands."""
-    from mpsgen.plan.newop import UNXFAILED
+    from mpsgen.plan.testlists import UNXFAILED
 
     tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in next_steps if s.startswith("test:")]
     listed = " ".join(" ".join(s.split()) for s in next_steps if s.strip().startswith(UNXFAILED))

@@ -434,7 +434,7 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
 def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table) -> None:
     """The test lists: the OpInfos of the op (or, for a backward op, of the ops whose derivative
     calls it) lose their missing-kernel xfails once every op their tests run is on MPS."""
-    from mpsgen.plan.newop import edit_test_lists, next_steps
+    from mpsgen.plan.testlists import edit_test_lists, next_steps
     from mpsgen.tree.op_facts import formatted_name, opinfo_keys
     from mpsgen.tree.native_yaml import scan_native_functions
 
