@@ -29,9 +29,11 @@ def time_cli(args: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> list[f
     return time_process([sys.executable, "-m", "mpsgen", *args], repeat, ok)
 
 
-def time_process(cmd: list[str], repeat: int, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> list[float]:
+def time_process(
+    cmd: list[str], repeat: int, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None, cwd: str | None = None
+) -> list[float]:
     def once() -> None:
-        proc = subprocess.run(cmd, capture_output=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, env=env, cwd=cwd)
         if proc.returncode not in ok:
             raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
 
@@ -90,12 +92,17 @@ def installed_cli() -> Iterator[Callable[..., list[float]]]:
         env = compiled_install(Path(tmp) / "install")
         env["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
 
+        # run from the temporary folder: `python -m` puts the working folder first on sys.path, and
+        # from the repository's top the child would import the checkout, not the compiled install
         def run(args: list[str], repeat: int, ok: tuple[int, ...] = (0,), warm: bool = True) -> list[float]:
             cmd = [sys.executable, "-m", "mpsgen", *map(str, args)]
             if not warm:
-                return [time_process(cmd, 1, ok, {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=tmp)})[0] for _ in range(repeat)]
-            time_process(cmd, 1, ok, env)
-            return time_process(cmd, repeat, ok, env)
+                return [
+                    time_process(cmd, 1, ok, {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(dir=tmp)}, cwd=tmp)[0]
+                    for _ in range(repeat)
+                ]
+            time_process(cmd, 1, ok, env, cwd=tmp)
+            return time_process(cmd, repeat, ok, env, cwd=tmp)
 
         yield run
 
