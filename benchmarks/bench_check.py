@@ -357,7 +357,8 @@ def processes(root: Path, runs: int) -> None:
     installed = compiled_install(root.parent / f"{root.name}-install")
     py = sys.executable
     bare = statistics.median(time_process([py, "-c", "pass"], runs)) * 1000
-    check = statistics.median(time_process([py, "-m", "mpsgen", "check", "--root", str(root)], runs, (0, 1), installed)) * 1000
+    # (run from outside the repository: `python -m` puts the working folder first on sys.path)
+    check = statistics.median(time_process([py, "-m", "mpsgen", "check", "--root", str(root)], runs, (0, 1), installed, cwd=str(root.parent))) * 1000
     # the same in a fresh virtual environment: an interpreter that runs no other package's
     # start-up hooks (.pth files), as a contributor's venv; check needs only the stdlib
     venv = clean_venv(root.parent / f"{root.name}-venv")
@@ -365,7 +366,7 @@ def processes(root: Path, runs: int) -> None:
     venv_bare = statistics.median(time_process([venv, "-c", "pass"], runs)) * 1000
     venv_times = time_process([script, "check", "--root", str(root)], runs, (0, 1), installed)
     venv_check, venv_min = statistics.median(venv_times) * 1000, min(venv_times) * 1000
-    helps = statistics.median(time_process([py, "-m", "mpsgen", "--help"], runs, (0,), installed)) * 1000
+    helps = statistics.median(time_process([py, "-m", "mpsgen", "--help"], runs, (0,), installed, cwd=str(root.parent))) * 1000
     # --help goes through the typer app: in the venv, typer and its dependencies come from this
     # installation's site-packages on PYTHONPATH (a path entry: its .pth hooks do not run)
     import site
