@@ -12,12 +12,35 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mpsgen.core.errors import Refused
 from mpsgen.edits import insert_lines
 from mpsgen.core.render import render
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
 
 COLUMN_LIMIT = 120
+# the closing line of the file's `namespace at::native`, before which host functions go
+NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
+# a shader library the file already has (declared, or used: a second `lib` would not compile)
+_LIBRARY_THERE = re.compile(r"\blib\.getPipelineStateForFunc\b|^static auto& lib\b|MetalShaderLibrary lib\b", re.M)
+
+
+def add_shader_library(text: str, rel: str, library: str) -> str:
+    """``text`` with ``library`` (its declaration lines, ending as they should stand) after the
+    `namespace at::native {` line, unless the file has a shader library already."""
+    if _LIBRARY_THERE.search(text):
+        return text
+    opening = re.search(r"^namespace at::native \{\n", text, re.M)
+    if opening is None:
+        raise Refused(f"{rel} has no `namespace at::native {{` line for the shader library's declaration.")
+    return text[: opening.end()] + "\n" + library + text[opening.end() :]
+
+
+def before_namespace_end(text: str, function: str) -> str:
+    """``text`` with ``function`` before its last `} // namespace at::native` line (which the
+    caller has made sure is there), a blank line on each side."""
+    end = list(NAMESPACE_END.finditer(text))[-1]
+    return text[: end.start()].rstrip("\n") + "\n\n" + function + "\n\n" + text[end.start() :]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import re
 
 from mpsgen.patch.changeset import Changeset
 from mpsgen.edits import add_include
+from mpsgen.edits.mm import NAMESPACE_END, add_shader_library, before_namespace_end
 from mpsgen.core.errors import BadInput, Refused
 from mpsgen.codegen.kernel import KernelSignature, kernel_signature, kernel_text, render, struct_text
 from mpsgen.spec.kernel import KernelSpec
@@ -319,12 +320,8 @@ def metal_usings(text: str | None) -> tuple[str, ...]:
     return tuple(n for n in ("metal", "c10::metal") if re.search(rf"^using namespace (?:::)?{re.escape(n)};", text, re.M))
 
 
-_NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
-
-
 def _append_mm(text: str, rel: str, spec: KernelSpec, header_rel: str, library: str, function: str) -> str:
-    ends = list(_NAMESPACE_END.finditer(text))
-    if not ends:
+    if not NAMESPACE_END.search(text):
         raise Refused(
             f"{rel} has no `}} // namespace at::native` line; new-kernel puts the host function before it.",
             hint="Add the host function by hand (its text: `mpsgen new-kernel ... --dry-run` on a copy without the file).",
@@ -332,15 +329,8 @@ def _append_mm(text: str, rel: str, spec: KernelSpec, header_rel: str, library: 
     new = text
     for include in (header_rel[len("aten/src/"):], "ATen/native/Pool.h", "fmt/format.h"):
         new = add_include(new, include)
-    new = _add_per_operator_header(new, spec)
-    if not re.search(r"\blib\.getPipelineStateForFunc\b|^static auto& lib\b|MetalShaderLibrary lib\b", new, re.M):
-        opening = re.search(r"^namespace at::native \{\n", new, re.M)
-        if opening is None:
-            raise Refused(f"{rel} has no `namespace at::native {{` line for the shader library's declaration.")
-        new = new[: opening.end()] + "\n" + library + "\n" + new[opening.end():]
-    end = list(_NAMESPACE_END.finditer(new))[-1]
-    before = new[: end.start()].rstrip("\n")
-    return before + "\n\n" + function + "\n\n" + new[end.start():]
+    new = add_shader_library(_add_per_operator_header(new, spec), rel, library + "\n")
+    return before_namespace_end(new, function)
 
 
 def _add_per_operator_header(text: str, spec: KernelSpec) -> str:

@@ -21,6 +21,7 @@ import textwrap
 
 from mpsgen.patch.changeset import Changeset
 from mpsgen.edits import add_include
+from mpsgen.edits.mm import NAMESPACE_END, add_shader_library, before_namespace_end
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits.params_header import add_struct, new_header
 from mpsgen.core.errors import Refused
@@ -385,14 +386,10 @@ def _drop_from_complex_set(text: str, keys: list[str]) -> str:
     return text[: m.end()] + inner + text[end:]
 
 
-_NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
-
-
 def _place_host(text: str, rel: str, header_rel: str | None, function: str, library: str, spec: ReductionSpec) -> str:
     """The host function and its REGISTER_DISPATCH before ``} // namespace at::native``, with the
     includes it needs and the shader library where the file has none."""
-    ends = list(_NAMESPACE_END.finditer(text))
-    if not ends:
+    if not NAMESPACE_END.search(text):
         raise Refused(f"{rel} has no `}} // namespace at::native` line; mpsgen puts {host_function_name(spec)} before it.")
     if re.search(rf"\b{re.escape(host_function_name(spec))}\b|REGISTER_DISPATCH\(\s*{re.escape(spec.stub)}\b", text):
         raise Refused(f"{rel} already has {host_function_name(spec)} or a REGISTER_DISPATCH of {spec.stub}.")
@@ -400,10 +397,4 @@ def _place_host(text: str, rel: str, header_rel: str | None, function: str, libr
     # (ATen/native/Pool.h declares safe_downcast, the host's checked narrowing: upstream's ReduceOps.mm includes it too)
     for include in ((header_rel[len("aten/src/") :], "ATen/native/Pool.h", "fmt/format.h") if header_rel else ()):
         new = add_include(new, include)
-    if not re.search(r"^static auto& lib\b|MetalShaderLibrary lib\b", new, re.M):
-        opening = re.search(r"^namespace at::native \{\n", new, re.M)
-        if opening is None:
-            raise Refused(f"{rel} has no `namespace at::native {{` line for the shader library's declaration.")
-        new = new[: opening.end()] + "\n" + library + "\n\n" + new[opening.end() :]
-    end = list(_NAMESPACE_END.finditer(new))[-1]
-    return new[: end.start()].rstrip("\n") + "\n\n" + function + "\n\n" + new[end.start() :]
+    return before_namespace_end(add_shader_library(new, rel, library + "\n\n"), function)

@@ -26,7 +26,7 @@ from mpsgen.metal import TOLERANCES, TORCH_NAMES
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core import child
 from mpsgen.shim.toolchain import build_program, compiler, refuse_too_large, syntax_only_compile
-from mpsgen.shim.trial import TIME_LIMIT, import_torch, missing_requirements
+from mpsgen.shim.trial import TIME_LIMIT, closing_lines, failure_lines, import_torch, missing_requirements
 from mpsgen.core.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
@@ -429,10 +429,6 @@ def kernel_table(result: KernelTrial) -> str:
         failing = [c for c in cases if c in failures]
         refused = f"; {both} inputs refused, as by the CPU op, by the host's checks" if both else ""
         lines.append(f"{result.spec.kernel}_{d}: {ok} cases match torch's CPU op{refused}; {len(failing)} failing")
-        for c in failing[:5]:
-            lines.append(f"  FAIL {c.what}: {c.outcome}{': ' + c.detail if c.detail else ''}")
-        if len(failing) > 5:
-            lines.append(f"  ... and {len(failing) - 5} more")
-    lines += [f"note: {n}" for n in result.notes]
-    lines.append(f"{'FAILED' if failures else 'ok'}: {len(result.cases)} cases, {len(failures)} failing.")
+        lines += failure_lines([f"{c.what}: {c.outcome}{': ' + c.detail if c.detail else ''}" for c in failing])
+    lines += closing_lines(result.notes, len(result.cases), len(failures))
     return "\n".join(lines) + "\n"

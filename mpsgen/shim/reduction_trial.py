@@ -35,7 +35,7 @@ from mpsgen.spec.reduction import REDUCTION_DTYPES, ReductionSpec
 from mpsgen.codegen.reduction import kernel_source, params_header, read_helpers, threadgroup_size
 from mpsgen.codegen.reduction_dispatch import NARROW, misfit, op_struct, op_struct_name
 from mpsgen.shim.toolchain import build_program, cache_dir, compiler
-from mpsgen.shim.trial import import_torch, missing_requirements, tensor_bytes
+from mpsgen.shim.trial import closing_lines, failure_lines, import_torch, missing_requirements, tensor_bytes
 
 
 TIME_LIMIT = 60.0  # seconds for one dtype's cases
@@ -618,11 +618,6 @@ def table(result: ReductionTrial) -> str:
         else:
             name = result.spec.host_name(ti, to)
         lines.append(f"{name}: {len(cases) - len(failing)} cases match torch's CPU op; {len(failing)} failing")
-        for c in failing[:5]:
-            lines.append(f"  FAIL {c.what}: {c.detail}")
-        if len(failing) > 5:
-            lines.append(f"  ... and {len(failing) - 5} more")
-    lines += [f"note: {n}" for n in result.notes]
-    failures = result.failures
-    lines.append(f"{'FAILED' if failures else 'ok'}: {len(result.cases)} cases, {len(failures)} failing.")
+        lines += failure_lines([f"{c.what}: {c.detail}" for c in failing])
+    lines += closing_lines(result.notes, len(result.cases), len(result.failures))
     return "\n".join(lines) + "\n"

@@ -535,6 +535,19 @@ def _compare(torch, res: DtypeResult, inputs, actual, expected, alpha=None, keyw
         res.examples.append(f"({args}) -> {actual[k].item()!r}, torch says {expected[k].item()!r}")
 
 
+def failure_lines(failing: list[str]) -> list[str]:
+    """The first five failing cases of a group (each ``what: why``) and how many more."""
+    lines = [f"  FAIL {f}" for f in failing[:5]]
+    if len(failing) > 5:
+        lines.append(f"  ... and {len(failing) - 5} more")
+    return lines
+
+
+def closing_lines(notes: list[str], cases: int, failing: int) -> list[str]:
+    """A case-by-case trial's notes and its last line (kernels, reductions)."""
+    return [f"note: {n}" for n in notes] + [f"{'FAILED' if failing else 'ok'}: {cases} cases, {failing} failing."]
+
+
 def table(result: TrialResult) -> str:
     spec = result.spec
     lines = [

@@ -59,3 +59,16 @@ def test_scanner_sees_helper_instances_inside_namespace():
         o == "exp" for _m, o, _l in src.helper_instances
     )
     assert {d.stub for d in src.dispatches} >= {"exp_stub", "round_decimals_stub"}
+
+
+def test_a_shader_library_is_declared_once():
+    """A file that declares or already uses `lib` gets no second declaration (it would not
+    compile); one without gets it after `namespace at::native {`."""
+    from mpsgen.edits.mm import add_shader_library, before_namespace_end
+
+    bare = "namespace at::native {\nvoid f();\n} // namespace at::native\n"
+    lib = "static auto& lib = MetalShaderLibrary::getBundledLibrary();\n"
+    assert add_shader_library(bare, "X.mm", lib) == "namespace at::native {\n\n" + lib + "void f();\n} // namespace at::native\n"
+    using = bare.replace("void f();", "auto p = lib.getPipelineStateForFunc(name);")
+    assert add_shader_library(using, "X.mm", lib) == using
+    assert before_namespace_end(bare, "void g();") == "namespace at::native {\nvoid f();\n\nvoid g();\n\n} // namespace at::native\n"
