@@ -131,3 +131,18 @@ def test_try_domain_is_validated_with_positions():
     assert any("restricts no operand" in p for p in problems(head + "try_domain:\n  why: because\n"))
     assert any("must map operands" in p for p in problems(head + "try_domain: [0, 1]\n"))
     assert any("complex inputs" in p for p in problems(head.replace("[float]", "[float, complex]") + "try_domain:\n  a: [0, 1]\n  why: w\n"))
+
+
+def test_every_spec_kind_refuses_a_document_that_is_no_mapping_at_line_1():
+    """One reader (spec.op.spec_mapping) for op, kernel and reduction specs: YAML that does not
+    parse, or a list, is refused with what a spec of that kind is."""
+    from mpsgen.spec.kernel import parse_kernel_spec_text
+    from mpsgen.spec.op import parse_spec_text
+    from mpsgen.spec.reduction import parse_reduction_spec_text
+
+    for parse, said in ((parse_spec_text, "a spec must be"), (parse_kernel_spec_text, "a kernel spec is"),
+                        (parse_reduction_spec_text, "a reduction spec is")):
+        spec, problems = parse("- a\n- b\n", "x.yaml")
+        assert spec is None and len(problems) == 1 and problems[0][0].line == 1 and problems[0][1].startswith(said)
+        spec, problems = parse("a: [\n", "x.yaml")
+        assert spec is None and problems and "not valid YAML" in problems[0][1]

@@ -182,14 +182,11 @@ def body_problem(body: str) -> tuple[int, str] | None:
 def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, list[tuple[Location, str]]]:
     import yaml
 
-    from mpsgen.spec.op import compose, field_string, spec_fields
+    from mpsgen.spec.op import field_string, spec_fields, spec_mapping
 
-    root = compose(text, shown)
-    if isinstance(root, list):
-        return None, root
-    if root is None or not isinstance(root, yaml.MappingNode):
-        where = node_location(shown, root) if root is not None else Location(shown, 1, 1)
-        return None, [(where, "a kernel spec is a YAML mapping with at least 'name', 'kind: kernel', 'file' and 'body'.")]
+    root, refused = spec_mapping(text, shown, "a kernel spec is a YAML mapping with at least 'name', 'kind: kernel', 'file' and 'body'.")
+    if root is None:
+        return None, refused
     problems: list[tuple[Location, str]] = []
     fields = spec_fields(root, KERNEL_SPEC_KEYS, f"a kernel spec knows {', '.join(KERNEL_SPEC_KEYS)}", shown, problems)
 

@@ -537,6 +537,20 @@ def compose(text: str, shown: str):
     return _compose_or_problem(text, shown)
 
 
+def spec_mapping(text: str, shown: str, not_a_mapping: str):
+    """(the spec's top-level mapping node, []), or (None, the problems): YAML that does not
+    parse, or a document that is no mapping (``not_a_mapping`` says what a spec is)."""
+    import yaml
+
+    root = compose(text, shown)
+    if isinstance(root, list):
+        return None, root
+    if root is None or not isinstance(root, yaml.MappingNode):
+        where = node_location(shown, root) if root is not None else Location(shown, 1, 1)
+        return None, [(where, not_a_mapping)]
+    return root, []
+
+
 def spec_fields(root, known: tuple[str, ...], listed: str, shown: str, problems: list) -> dict:
     """key -> (key node, value node) of a spec's top-level mapping; an unknown key (``listed``
     says which are known) or a key given twice is a problem at its place."""
@@ -566,12 +580,9 @@ def field_string(fields: dict, key: str, shown: str, problems: list) -> str | No
 def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
     import yaml  # here, not at module level: the CLI starts without it
     problems: list[tuple[Location, str]] = []
-    root = compose(text, shown)
-    if isinstance(root, list):
-        return None, root
-    if root is None or not isinstance(root, yaml.MappingNode):
-        where = node_location(shown, root) if root is not None else Location(shown, 1, 1)
-        return None, [(where, "a spec must be a YAML mapping with at least 'name' and 'kind'.")]
+    root, refused = spec_mapping(text, shown, "a spec must be a YAML mapping with at least 'name' and 'kind'.")
+    if root is None:
+        return None, refused
 
     fields = spec_fields(root, SPEC_KEYS, f"known keys: {', '.join(SPEC_KEYS)}", shown, problems)
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from mpsgen.core.errors import Location
 from mpsgen.metal import TORCH_NAMES
-from mpsgen.spec.op import node_location, check_name, compose, load_spec_file, spec_fields
+from mpsgen.spec.op import node_location, check_name, load_spec_file, spec_fields, spec_mapping
 from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS  # (a reduction stub's headers: check reads them too)
 
 REDUCTION_KIND = "reduction"
@@ -198,12 +198,11 @@ def _expr_problem(text: str, names: set[str]) -> str | None:
 def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | None, list[tuple[Location, str]]]:
     import yaml
 
-    root = compose(text, shown)
-    if isinstance(root, list):
-        return None, root
-    if root is None or not isinstance(root, yaml.MappingNode):
-        where = node_location(shown, root) if root is not None else Location(shown, 1, 1)
-        return None, [(where, "a reduction spec is a YAML mapping with 'stub', 'kind: reduction', 'ops', 'reduce', 'outputs', 'dtypes' and 'empty'.")]
+    root, refused = spec_mapping(
+        text, shown, "a reduction spec is a YAML mapping with 'stub', 'kind: reduction', 'ops', 'reduce', 'outputs', 'dtypes' and 'empty'."
+    )
+    if root is None:
+        return None, refused
     problems: list[tuple[Location, str]] = []
     fields = spec_fields(root, REDUCTION_KEYS, f"a reduction spec knows {', '.join(REDUCTION_KEYS)}", shown, problems)
     try:
