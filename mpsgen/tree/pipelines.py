@@ -279,27 +279,135 @@ def _host_name_parts(expr: str, params: dict[str, str]) -> tuple[str | None, ...
 
 
 _OPEN_PAREN = re.compile(r"[ \t]*\(")  # a macro call's parenthesis, after its name
+# a call whose arguments hold no bracket or quote (most instantiations: `INSTANTIATE(float, int)`):
+# its arguments are its text split at commas, with no bracket matching
+_FLAT_CALL = re.compile(r"[ \t]*\(([^()\"'\[\]{}]*)\)")
 _PLAIN_KERNEL = re.compile(r"^[ \t]*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+(\w+)\s*\(", re.M)
 
 
+def _enclosing_define(defines: list, starts: list[int], at: int) -> tuple[int, int, str, list[str]] | None:
+    """The ``#define`` (of ``defines``, which begin at ``starts``) whose text holds offset ``at``."""
+    k = bisect_right(starts, at) - 1
+    d = defines[k] if k >= 0 else None
+    return d if d is not None and d[0] <= at < d[1] else None
+
+
+class MacroInstances:
+    """The argument sets a .metal file instantiates its ``host_name``-holding macros with: a
+    direct call's, and a call made by another macro's body with that macro's own
+    instantiations substituted in. Read on the first question (most files of a tree hold
+    sites no pipeline request can name, and are never asked)."""
+
+    def __init__(self, masked: str, defines: list[tuple[int, int, str, list[str]]], macros: list[str]):
+        self._masked = masked
+        self._defines = defines
+        self._starts = [d[0] for d in defines]
+        self._macros = macros  # the macros holding a host_name
+        self._table: tuple[dict, set, set] | None = None
+        self._resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
+
+    def enclosing(self, at: int) -> tuple[int, int, str, list[str]] | None:
+        return _enclosing_define(self._defines, self._starts, at)
+
+    def _read(self) -> tuple[dict, set, set]:
+        """(macro -> its calls as (argument texts, the macro whose body makes the call or None),
+        the macros named outside their own #define, those named without a call): for the
+        macros holding a host_name and the macros whose bodies call those, up the chain."""
+        if self._table is not None:
+            return self._table
+        masked = self._masked
+        spans = {d[2]: (d[0], d[1]) for d in self._defines}
+        calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
+        mentioned: set[str] = set()
+        uncalled: set[str] = set()
+        todo = sorted(set(self._macros))
+        while todo:
+            macro = todo.pop()
+            if macro in calls:
+                continue
+            calls[macro] = []
+            start, end = spans[macro]
+            at = masked.find(macro)  # (a string search a macro: no regex compiled for each file's names)
+            while at >= 0:
+                after = at + len(macro)
+                word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_")) and not (
+                    after < len(masked) and (masked[after].isalnum() or masked[after] == "_"))
+                if word and not start <= at < end:  # (not the #define line itself)
+                    mentioned.add(macro)
+                    flat = _FLAT_CALL.match(masked, after)
+                    if flat is not None:
+                        args: tuple[str, ...] | None = tuple(a.strip() for a in flat.group(1).replace("\\\n", " ").split(","))
+                    else:
+                        paren = _OPEN_PAREN.match(masked, after)
+                        close = match_close(masked, paren.end() - 1) if paren else -1
+                        args = tuple(a.strip() for a in _split_top(masked[paren.end() : close].replace("\\\n", " "), ",")) if close > 0 else None
+                    if args is not None:
+                        outer = self.enclosing(at)
+                        calls[macro].append((args, outer[2] if outer is not None else None))
+                        if outer is not None and outer[2] not in calls:
+                            todo.append(outer[2])
+                    else:
+                        uncalled.add(macro)  # named without a call (handed to another macro): not followed
+                at = masked.find(macro, after)
+        self._table = (calls, mentioned, uncalled)
+        return self._table
+
+    def of(self, macro: str, depth: int = 0) -> tuple[list[tuple[str, ...]], bool]:
+        """Every argument set ``macro`` is instantiated with, and whether some could not be read."""
+        if macro in self._resolved:
+            return self._resolved[macro]
+        calls, _mentioned, uncalled = self._read()
+        self._resolved[macro] = ([], True)  # (a cycle: not followed)
+        out: list[tuple[str, ...]] = []
+        # (a macro no line calls may still be called by a name some `##` pastes together)
+        partial = depth > 8 or macro in uncalled or (not calls.get(macro) and "##" in self._masked)
+        params_of = {d[2]: d[3] for d in self._defines}
+        for args, outer in calls.get(macro, ()) if depth <= 8 else ():
+            if outer is None:
+                out.append(args)
+                continue
+            sets, outer_partial = self.of(outer, depth + 1)
+            partial |= outer_partial
+            for bound in sets:
+                binding = dict(zip(params_of[outer], bound))
+                out.append(tuple(_substitute(a, binding) for a in args))
+        self._resolved[macro] = (out, partial)
+        return self._resolved[macro]
+
+    def unused(self, macro: str) -> bool:
+        """Whether ``macro`` is instantiated nowhere in the file (no call, no other macro's, no
+        ``##`` that could make its name)."""
+        return macro not in self._read()[1] and "##" not in self._masked
+
+
 class HostNameSite(NamedTuple):
-    """One ``[[host_name(...)]]`` (or plain kernel) of a .metal file and the argument sets its
-    macro is instantiated with there: its names, expanded only when a look-up needs them
-    (most sites of a tree register elementwise kernels no pipeline request can name)."""
+    """One ``[[host_name(...)]]`` (or plain kernel) of a .metal file and, for one inside a
+    macro, the file's instantiations of that macro: its names, expanded only when a look-up
+    needs them (most sites of a tree register elementwise kernels no pipeline request can name)."""
 
     path: str
     line: int
     expr: str  # the host_name's argument text ("" for a plain kernel, whose name is `plain`)
     params: tuple[str, ...] | None  # its macro's parameters (None: not in a macro)
-    # the arguments of each instantiation of its macro in the file: a direct call's, and a call
-    # made by another macro's body with that macro's own instantiations substituted in; and
-    # whether some instantiation could not be followed (then it also registers a pattern with holes)
-    calls: tuple[tuple[str, ...], ...] = ()
-    nested: bool = False
+    macro: str = ""  # that macro's name
+    instances: MacroInstances | None = None  # the file's instantiations of its macros
     plain: str = ""
-    # its macro is instantiated nowhere in the file (no call, no other macro's, no `##` that
-    # could make its name): it registers nothing
-    unused: bool = False
+
+    @property
+    def calls(self) -> tuple[tuple[str, ...], ...]:
+        """The arguments of each instantiation of its macro in the file."""
+        return tuple(self.instances.of(self.macro)[0]) if self.instances is not None else ()
+
+    @property
+    def nested(self) -> bool:
+        """Whether some instantiation could not be followed (then it also registers a pattern
+        with holes)."""
+        return self.instances.of(self.macro)[1] if self.instances is not None else False
+
+    @property
+    def unused(self) -> bool:
+        """Its macro is instantiated nowhere in the file: it registers nothing."""
+        return self.instances.unused(self.macro) if self.instances is not None else False
 
     @property
     def head(self) -> str:
@@ -325,19 +433,20 @@ def _expand(site: HostNameSite) -> list[HostName]:
     if site.unused:
         return []
     out = []
+    calls = site.calls
     if site.params is None:
         bindings: list[dict[str, str]] = [{}]
     else:
         bindings = []
         variadic = bool(site.params) and site.params[-1] == "..."
-        for args in site.calls:
+        for args in calls:
             if len(args) == len(site.params) or (variadic and len(args) >= len(site.params) - 1):
                 bindings.append(dict(zip(site.params, args)))
     for binding in bindings:
         parts = _host_name_parts(site.expr, binding)
         if parts is not None:
             out.append(HostName(site.path, site.line, parts))
-    if site.params is not None and (site.nested or not site.calls) and (parts := _host_name_parts(site.expr, {})) is not None:
+    if site.params is not None and (site.nested or not calls) and (parts := _host_name_parts(site.expr, {})) is not None:
         out.append(HostName(site.path, site.line, parts))
     return out
 
@@ -363,81 +472,18 @@ def host_name_sites(path: str, text: str) -> tuple[HostNameSite, ...]:
         return tuple(out)
     defines = [(m.start(), m.end(), m.group(1), [p.strip() for p in m.group(2).split(",")]) for m in _DEFINE.finditer(masked)]
     starts = [d[0] for d in defines]
-
-    def enclosing(at: int):
-        k = bisect_right(starts, at) - 1
-        return defines[k] if k >= 0 and defines[k][0] <= at < defines[k][1] else None
-
-    found = list(_HOST_NAME.finditer(masked))
-    params_of = {d[2]: d[3] for d in defines}
-    spans = {d[2]: (d[0], d[1]) for d in defines}
-    # the calls of the macros that hold a host_name, and of the macros whose bodies call those,
-    # up the chain: (argument texts, the macro whose body makes the call or None)
-    calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
-    todo = sorted({d[2] for m in found if (d := enclosing(m.start())) is not None})
-    mentioned: set[str] = set()
-    uncalled: set[str] = set()
-    while todo:
-        macro = todo.pop()
-        if macro in calls:
-            continue
-        calls[macro] = []
-        start, end = spans[macro]
-        at = masked.find(macro)  # (a string search a macro: no regex compiled for each file's names)
-        while at >= 0:
-            after = at + len(macro)
-            word = (at == 0 or not (masked[at - 1].isalnum() or masked[at - 1] == "_")) and not (
-                after < len(masked) and (masked[after].isalnum() or masked[after] == "_"))
-            if word and not start <= at < end:  # (not the #define line itself)
-                mentioned.add(macro)
-                paren = _OPEN_PAREN.match(masked, after)
-                close = match_close(masked, paren.end() - 1) if paren else -1
-                if close > 0:
-                    args = tuple(a.strip() for a in _split_top(masked[paren.end() : close].replace("\\\n", " "), ","))
-                    outer = enclosing(at)
-                    calls[macro].append((args, outer[2] if outer is not None else None))
-                    if outer is not None and outer[2] not in calls:
-                        todo.append(outer[2])
-                else:
-                    uncalled.add(macro)  # named without a call (handed to another macro): not followed
-            at = masked.find(macro, after)
-
-    resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
-
-    def instantiations(macro: str, depth: int = 0) -> tuple[list[tuple[str, ...]], bool]:
-        """Every argument set ``macro`` is instantiated with, and whether some could not be read."""
-        if macro in resolved:
-            return resolved[macro]
-        resolved[macro] = ([], True)  # (a cycle: not followed)
-        out: list[tuple[str, ...]] = []
-        # (a macro no line calls may still be called by a name some `##` pastes together)
-        partial = depth > 8 or macro in uncalled or (not calls.get(macro) and "##" in masked)
-        for args, outer in calls.get(macro, ()) if depth <= 8 else ():
-            if outer is None:
-                out.append(args)
-                continue
-            sets, outer_partial = instantiations(outer, depth + 1)
-            partial |= outer_partial
-            for bound in sets:
-                binding = dict(zip(params_of[outer], bound))
-                out.append(tuple(_substitute(a, binding) for a in args))
-        resolved[macro] = (out, partial)
-        return resolved[macro]
-
-    for m in found:
+    found = [(m, _enclosing_define(defines, starts, m.start())) for m in _HOST_NAME.finditer(masked)]
+    instances = MacroInstances(masked, defines, [inside[2] for _m, inside in found if inside is not None])
+    for m, inside in found:
         close = match_close(masked, m.end() - 1)
         if close < 0:
             continue
         expr = text[m.end() : close].replace("\\\n", " ")
         line = text.count("\n", 0, m.start()) + 1
-        inside = enclosing(m.start())
         if inside is None:
             out.append(HostNameSite(path, line, expr, None))
-            continue
-        macro = inside[2]
-        sets, partial = instantiations(macro)
-        unused = macro not in mentioned and "##" not in masked
-        out.append(HostNameSite(path, line, expr, tuple(inside[3]), tuple(sets), partial, unused=unused))
+        else:
+            out.append(HostNameSite(path, line, expr, tuple(inside[3]), inside[2], instances))
     return tuple(out)
 
 
