@@ -26,7 +26,8 @@ from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OpSpec
 from mpsgen.core.text import shorten
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
-from mpsgen.tree.mm import MPSGraphImpl, scan_mm
+from mpsgen.tree.host import host_file
+from mpsgen.tree.mm import MPSGraphImpl, mpsgraph_definitions, scan_mm
 from mpsgen.tree.resolver import StubResolver, host_kernel
 from mpsgen.tree.source import close_bracket
 from mpsgen.tree.schema import guess_kind, shape_problem
@@ -117,7 +118,8 @@ def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl
         except OSError:
             continue
         raw, words = got[1], got[2]
-        if not any(k in raw for k in wanted):
+        # (a few names are looked for in the bytes; many, as coverage's, in the file's words)
+        if (words[0] is None and len(wanted) <= 8) and not any(k in raw for k in wanted):
             continue
         if words[0] is None:
             words[0] = frozenset(_WORD.findall(raw))
@@ -127,6 +129,28 @@ def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl
         for impl in scan_mm(source.text).impls:
             if impl.kernel in kernels:
                 found.setdefault(impl.kernel, []).append(FoundImpl(rel, impl))
+    return found
+
+
+@dataclass(frozen=True)
+class ImplSite:
+    """Where an MPSGraph kernel is defined, as a listing shows it (its extent, which a removal
+    needs, is :func:`find_impls`'s to read)."""
+
+    path: str
+    kernel: str
+    form: str  # as MPSGraphImpl.form
+    line: int  # 1-based
+
+
+def find_impl_sites(tree: PytorchTree, kernels: set[str]) -> dict[str, list[ImplSite]]:
+    """kernel -> where its MPSGraph definitions are under mps/operations, from the host facts
+    check's index reads too (no extents: ``migrate --list`` and coverage name the place only)."""
+    found: dict[str, list[ImplSite]] = {}
+    for rel in mm_files(tree) if kernels else ():
+        for d, form in mpsgraph_definitions(host_file(rel, tree.read(rel, what="MPSGraph source").text)):
+            if d.name in kernels:
+                found.setdefault(d.name, []).append(ImplSite(rel, d.name, form, d.line))
     return found
 
 
@@ -450,7 +474,7 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
         if legacy:
             picked.append((op, rows, legacy))
             kernels.update(r.mps.kernel for r in legacy)
-    impls = find_impls(tree, kernels)
+    impls = find_impl_sites(tree, kernels)
 
     out = []
     for op, rows, legacy in picked:
@@ -487,7 +511,7 @@ def list_candidates(tree: PytorchTree) -> list[Candidate]:
                     "kind": k,
                     "structured": r.entry.structured,
                     "problem": None if selector and r.problem and r.problem.startswith("CPU and CUDA use different") else r.problem,
-                    "impl": {"file": found[0].path, "line": found[0].impl.start_line + 1, "form": found[0].impl.form}
+                    "impl": {"file": found[0].path, "line": found[0].line, "form": found[0].form}
                     if found
                     else None,
                 }

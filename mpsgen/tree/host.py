@@ -7,6 +7,7 @@ Lines are 1-based.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -174,3 +175,10 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
                 hf.uses.append(KernelUse(kind, substitute(name, args), path, st.line, first_fn))
     hf.dispatches.sort(key=lambda d: d.line)
     return hf
+
+
+@functools.lru_cache(maxsize=256)
+def host_file(path: str, text: str) -> HostFile:
+    """:func:`scan_host` once per file and text (shared: read it only): check's and explain's
+    index and migrate's listing of MPSGraph code ask for the same files in one run."""
+    return scan_host(path, text)

@@ -22,7 +22,7 @@ from mpsgen.tree import (
     PytorchTree,
 )
 from mpsgen.tree.clike import Lines
-from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, scan_host
+from mpsgen.tree.host import Definition, Dispatch, HostFile, KernelUse, host_file
 from mpsgen.tree.kernels import (
     HeaderInfo,
     MetalContext,
@@ -72,7 +72,7 @@ class Index:
         self.mps_headers = [p for p in host_rel if p.endswith(".h")]
         self.rows: list[Row] = scan_rows(self.read(NATIVE_FUNCTIONS))
         self._memo: dict = {}  # macro expansions, by macro text (within this run only)
-        self.host_files = [scan_host(p, self.read(p), self._memo) for p in hosts]
+        self.host_files = [host_file(p, self.read(p)) for p in hosts]
         self.metal_files = [self._scan_metal(p) for p in metal_rel]
         self.stubs = self._declared_stubs()
 

@@ -13,7 +13,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from mpsgen.tree.host import scan_host
+from mpsgen.tree.host import Definition, HostFile, scan_host
 from mpsgen.tree.metal import MacroDef, scan_masked
 from mpsgen.tree.source import line_of, line_starts, mask_c_comments_and_strings, match_close
 
@@ -88,6 +88,19 @@ def _helper_kind(d: MacroDef) -> str | None:
     return m.group(1) if m else None
 
 
+def mpsgraph_definitions(host: HostFile) -> list[tuple[Definition, str]]:
+    """The definitions of MPSGraph kernels among a host file's, each with its
+    :attr:`MPSGraphImpl.form`: a ``TORCH_IMPL_FUNC`` block, a ``*_mps`` function, or an
+    instance of a macro writing either."""
+    out = []
+    for d in host.definitions:
+        if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
+            out.append((d, "macro_instance"))
+        elif d.form == "impl_func" or (d.form == "function" and d.name.endswith(("_mps", "_mps_"))):  # (relu_mps_: an in-place row's)
+            out.append((d, d.form))
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def scan_mm(text: str) -> MMSource:
     """What the host file ``text`` holds. Scanned once per text (a plan looks for MPSGraph code
@@ -137,15 +150,14 @@ def scan_mm(text: str) -> MMSource:
 
     ends = {c.start_line: c.end_line for c in metal.calls}
     impls = []
-    for d in host.definitions:
+    for d, form in mpsgraph_definitions(host):
         line = d.line - 1
-        if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
-            # an instance of a macro that writes the TORCH_IMPL_FUNC block or the function
-            impls.append(MPSGraphImpl(d.name, "macro_instance", line, ends.get(line, line), macro=d.macro))
-        elif d.form == "impl_func" or (d.form == "function" and d.name.endswith(("_mps", "_mps_"))):  # (relu_mps_: an in-place row's)
+        if form == "macro_instance":  # an instance of a macro that writes the TORCH_IMPL_FUNC block or the function
+            impls.append(MPSGraphImpl(d.name, form, line, ends.get(line, line), macro=d.macro))
+        else:
             brace = masked.find("{", starts[line])
             close = match_close(masked, brace) if brace >= 0 else -1
-            impls.append(MPSGraphImpl(d.name, d.form, line, line_of(starts, close) if close > 0 else line))
+            impls.append(MPSGraphImpl(d.name, form, line, line_of(starts, close) if close > 0 else line))
 
     namespace_end = None
     for m in _NAMESPACE.finditer(masked):
