@@ -109,7 +109,7 @@ def build_release_tree(dest: Path, release: str, sources: dict[str, Path]) -> Pa
 def sources_as_of(root: Path, release: str, real: dict[str, bytes]) -> None:
     """Bring the practice sources of the tree at ``root`` (2.13's shape) to ``release``'s: for
     2.14.1 the ops upstream migrated since 2.13 are migrated by mpsgen (what
-    tests/test_upstream_migrations.py proves equal to upstream's yaml); then the files of
+    tests/plan/test_upstream_migrations.py proves equal to upstream's yaml); then the files of
     ``real`` (tree path -> bytes: the release's files, or a fixture's yaml) are put back."""
     if release == INSTALLED:
         return

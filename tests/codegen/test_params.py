@@ -21,7 +21,7 @@ from tests.conftest import snapshot, with_mps
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPS = "aten/src/ATen/native/mps/operations"
-STYLE = Path(__file__).parent / "clang-format.yaml"
+STYLE = Path(__file__).parents[1] / "clang-format.yaml"
 
 
 def read(root: Path, rel: str) -> str:
@@ -98,7 +98,7 @@ def test_threshold_backward_needs_threshold_s_kernel_first(real_tree: Path, run)
 def test_a_kernel_file_without_a_params_header_gets_one(real_tree: Path, run, tmp_path: Path, release):
     # softplus into UnaryKernel.metal: 2.13 has no kernels/UnaryKernel.h (2.14.1 brought one, for nan_to_num)
     spec = tmp_path / "softplus.yaml"
-    text = (Path(__file__).resolve().parents[1] / "specs" / "softplus.yaml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "specs" / "softplus.yaml").read_text()
     spec.write_text(text.replace("ActivationKernel.metal", "UnaryKernel.metal").replace("ActivationKernel.mm", "UnaryKernel.mm"))
     existed = (real_tree / f"{KERNELS}/UnaryKernel.h").exists()
     res = run("migrate-from-mpsgraph", "softplus", "--spec", spec, "--dry-run", "--root", real_tree)
@@ -115,7 +115,7 @@ def test_a_kernel_file_without_a_params_header_gets_one(real_tree: Path, run, tm
 
 def test_params_that_do_not_match_the_stub_are_refused(real_tree: Path, run, tmp_path: Path):
     spec = tmp_path / "softplus.yaml"
-    text = (Path(__file__).resolve().parents[1] / "specs" / "softplus.yaml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "specs" / "softplus.yaml").read_text()
     spec.write_text(text.replace("  threshold: scalar\n", "  threshold: scalar\n  extra: bool\n"))
     before = snapshot(real_tree)
     res = run("migrate-from-mpsgraph", "softplus", "--spec", spec, "--root", real_tree)
@@ -175,7 +175,7 @@ def test_the_driver_and_the_kernel_file_agree_on_the_params_type():
     from mpsgen.spec.registrations import required_calls
     from mpsgen.spec.op import load_spec
 
-    spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "threshold.yaml")
+    spec = load_spec(Path(__file__).resolve().parents[2] / "specs" / "threshold.yaml")
     functor = render_functor(spec)
     for _macro, (t_in, params_type, _t_out) in required_calls(spec):
         assert re.search(rf"typedef ThresholdParams<c10::metal::opmath_t<{t_in}>> {params_type};", functor)
@@ -246,7 +246,7 @@ def test_gelu_keeps_its_row_and_calls_its_stub_which_picks_the_kernel(real_tree:
 
 def test_a_selector_whose_type_is_not_the_stub_s_is_refused(real_tree: Path, run, tmp_path: Path):
     spec = tmp_path / "gelu.yaml"
-    spec.write_text((Path(__file__).resolve().parents[1] / "specs" / "gelu.yaml").read_text().replace("type: GeluType", "type: int64_t"))
+    spec.write_text((Path(__file__).resolve().parents[2] / "specs" / "gelu.yaml").read_text().replace("type: GeluType", "type: int64_t"))
     before = snapshot(real_tree)
     res = run("migrate-from-mpsgraph", "gelu", "--spec", spec, "--root", real_tree)
     assert res.exit_code == 1 and "GeluKernel" in res.output and "would not compile" in res.output, res.output

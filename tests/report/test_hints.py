@@ -113,10 +113,10 @@ def test_an_op_without_a_functor_is_announced_and_its_command_shows_the_scaffold
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory, release_template) -> Path:
     """The release's practice tree with what the shipped specs' commands read that its sources
-    lack (tests/test_spec_sweep.py's preparation)."""
+    lack (tests/spec/test_sweep.py's preparation)."""
     import shutil
 
-    from tests.test_spec_sweep import prepare
+    from tests.spec.test_sweep import prepare
 
     root = Path(shutil.copytree(release_template, tmp_path_factory.mktemp("hints-prepared") / "pytorch", symlinks=True))
     prepare(root)

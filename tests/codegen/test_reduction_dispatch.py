@@ -15,7 +15,7 @@ from mpsgen.spec.reduction import load_reduction_spec
 from mpsgen.codegen.reduction_dispatch import dispatch_pairs, host_text, misfit, read_dispatcher, registration_lines
 from mpsgen.core.resources import resource_dir
 
-HERE = Path(__file__).resolve().parent / "practice_2_14_1"
+HERE = Path(__file__).resolve().parents[1] / "practice_2_14_1"
 MM, METAL = (HERE / "ReduceOps.mm").read_text(), (HERE / "ReduceOps.metal").read_text()
 SPECS = resource_dir("specs") / "reductions"
 

@@ -432,7 +432,7 @@ def test_a_removed_function_still_called_elsewhere_is_refused(real_tree: Path, r
 def test_conflict_recheck_writes_nothing(real_tree: Path, release):
     only_on(release, INSTALLED, MIGRATED_UPSTREAM)
     tree = PytorchTree(real_tree)
-    changeset = plan_migrate(tree, load_spec(Path(__file__).resolve().parents[1] / "specs/acosh.yaml"), allow_dtype_loss=True)
+    changeset = plan_migrate(tree, load_spec(Path(__file__).resolve().parents[2] / "specs/acosh.yaml"), allow_dtype_loss=True)
     ops = real_tree / OPS / "UnaryOps.mm"
     ops.write_text(ops.read_text(encoding="utf-8") + "// edited meanwhile\n", encoding="utf-8")
     before = snapshot(real_tree)

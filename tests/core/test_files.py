@@ -41,6 +41,6 @@ def test_a_size_limit_leaves_no_file_and_no_temporary_file(tmp_path: Path):
         "except OSError as exc:\n"
         "    print('refused', exc.errno)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert proc.stdout.startswith("refused"), proc.stderr
     assert list(tmp_path.iterdir()) == []

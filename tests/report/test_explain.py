@@ -52,7 +52,7 @@ def test_explain_an_op_missing_on_one_row_and_on_mpsgraph_on_others_says_migrate
     """logit: logit_ has no MPS kernel, logit and logit.out run MPSGraph code. new-op would
     refuse (the op has an MPS kernel); the migration registers the stub and gives logit_ MPS.
     (The practice tree lacks logit's MPSGraph code: without it, explain says the migration cannot run.)"""
-    from tests.test_migrate import OPS, POINTWISE_MM
+    from tests.plan.test_migrate import OPS, POINTWISE_MM
 
     res = run("explain", "logit", "--root", real_tree)
     assert "next: none (mpsgen cannot migrate logit here): cannot find the MPSGraph implementation of logit_mps" in res.stdout
@@ -296,7 +296,7 @@ def test_explain_reads_the_tree_facts_without_the_lint():
         "import mpsgen.report.explain\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('mpsgen.'))))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1])], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[2])], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     loaded = set(proc.stdout.split())
     assert {"mpsgen.tree.facts", "mpsgen.tree.index"} <= loaded

@@ -24,7 +24,7 @@ KERNELS = "aten/src/ATen/native/mps/kernels"
 OPS = "aten/src/ATen/native/mps/operations"
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 OPINFOS = "torch/testing/_internal/common_methods_invocations.py"
-STYLE = Path(__file__).parent / "clang-format.yaml"
+STYLE = Path(__file__).parents[1] / "clang-format.yaml"
 
 
 def read(root: Path, rel: str) -> str:

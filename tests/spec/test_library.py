@@ -89,7 +89,7 @@ def test_bare_migration_of_an_alpha_op_takes_everything_from_the_shipped_spec(re
     assert run("check", "--root", real_tree, "--select", "MPS001,MPS002,MPS003,MPS004").exit_code in (0, 1)
 
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "specs").glob("*.yaml"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "specs").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
