@@ -11,7 +11,7 @@ changed files as they were at the base (``git cat-file --batch``). A change answ
   from a ``.mm`` file leaves an unregistered stub, reported at its yaml row).
 
 The base's findings come from a second run of the rules over an index that reads the changed
-files' base versions (:class:`BaseIndex`); errors are told apart as the baseline tells them
+files' base versions (an :class:`~mpsgen.tree.index.Index` with the base files as its overlay); errors are told apart as the baseline tells them
 (:func:`mpsgen.check.baseline.finding_key`), so that lines moving do not make one new.
 Nothing here prints.
 """
@@ -28,7 +28,7 @@ from mpsgen.core import child
 from mpsgen.tree.index import Index
 from mpsgen.check.model import ERROR, Finding
 from mpsgen.core.errors import BadInput
-from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS
+from mpsgen.tree import NATIVE_FUNCTIONS
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -182,52 +182,6 @@ def on_touched_lines(f: Finding, touched: dict[str, set[int]]) -> bool:
     return any(line in touched.get(path, ()) for path, line in f.locations)
 
 
-class _Entry(NamedTuple):
-    """What :class:`Index` uses of an ``os.DirEntry``: a base version's file."""
-
-    path: str
-
-    def is_symlink(self) -> bool:
-        return False
-
-
-class BaseIndex(Index):
-    """The index of the tree as it was at the base: the changed files are read from
-    ``base_files`` (path -> a file holding its base text; None: not in the base), every other
-    file from the tree."""
-
-    def __init__(self, tree, base_files: dict[str, str | None]):
-        self._base_files = base_files
-        super().__init__(tree)
-        cpp = [(rel, base_files.get(rel, path)) for rel, path in self.cpp_files]
-        cpp += self._only_in_base(NATIVE_DIR, (".cpp",), {rel for rel, _ in self.cpp_files})
-        self.cpp_files = [(rel, path) for rel, path in cpp if path is not None]
-
-    def _only_in_base(self, reldir: str, suffixes: tuple[str, ...], listed: set[str]) -> list[tuple[str, str]]:
-        return sorted(
-            (rel, path)
-            for rel, path in self._base_files.items()
-            if path is not None and rel not in listed and rel.startswith(reldir + "/") and rel.endswith(suffixes)
-        )
-
-    def _walk(self, reldir: str, suffixes: tuple[str, ...]):
-        found = super()._walk(reldir, suffixes)
-        out = []
-        for rel, e in found:
-            if rel in self._base_files:
-                path = self._base_files[rel]
-                if path is not None:
-                    out.append((rel, _Entry(path)))
-            else:
-                out.append((rel, e))
-        out += [(rel, _Entry(path)) for rel, path in self._only_in_base(reldir, suffixes, {rel for rel, _ in found})]
-        return out
-
-    def _path(self, rel: str) -> str:
-        path = self._base_files.get(rel)
-        return path if path is not None else super()._path(rel)
-
-
 def write_base_files(root: str, change: Change, folder: str) -> dict[str, str | None]:
     """The changed files' base versions, written under ``folder``: path -> file (None: the
     file is not in the base). One ``git cat-file --batch`` for all of them."""
@@ -296,7 +250,7 @@ def changed_check(tree, paths, cwd, *, ref: str, codes: frozenset[str] | None, s
         with tempfile.TemporaryDirectory(prefix="mpsgen-base-") as folder:
             base_files = write_base_files(root, change, folder)
             try:
-                before, _notes, _hidden = index_findings(BaseIndex(tree, base_files), codes, True)
+                before, _notes, _hidden = index_findings(Index(tree, overlay=base_files), codes, True)
             except (OSError, ValueError, BadInput):  # the base cannot be read as a tree: every error is the change's
                 before = []
         shown.update(new_errors(every, before))

@@ -131,7 +131,9 @@ class Facts:
         # forwards). The tree's one resolver: explain and coverage plan on the same tree, and a
         # second resolver would scan the .cpp sources again.
         index = self.index
-        return StubResolver.of(index.tree, lambda: StubResolver(index.stubs, index.cpp_files, partial(index.read, self.yaml)))
+        own = lambda: StubResolver(index.stubs, index.cpp_files, partial(index.read, self.yaml))  # noqa: E731
+        # (an index with an overlay reads another tree than the tree's own resolver did)
+        return own() if index.overlay else StubResolver.of(index.tree, own)
 
     def _tie_stub(self, entry: NativeFunction, kernel: str) -> str | None:
         return self.resolver.resolve(entry, kernel).stub

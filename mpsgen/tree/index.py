@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import NamedTuple
 
 from mpsgen.tree import (
     COMMON_MPS,
@@ -48,11 +49,24 @@ MPS_DIR = "aten/src/ATen/native/mps"
 HOST_SUFFIXES = (".mm", ".cpp")
 
 
+class _OverlayEntry(NamedTuple):
+    """What :class:`Index` uses of an ``os.DirEntry``, for a file of the overlay."""
+
+    path: str
+
+    def is_symlink(self) -> bool:
+        return False
+
+
 class Index:
     """Everything ``check`` knows about a tree; every file is read at most once."""
 
-    def __init__(self, tree: PytorchTree):
+    def __init__(self, tree: PytorchTree, overlay: dict[str, str | None] | None = None):
+        """``overlay``: files read from elsewhere (path -> a file holding the text to read in
+        its place; None: the file is taken as absent), the tree as it was at a base commit for
+        ``check --changed``; every other file is read from the tree."""
         self.tree = tree
+        self.overlay = overlay or {}
         self.root = tree.root_dir
         self._dirs_inside: dict[str, bool] = {}
         self._headers: dict[str, HeaderInfo | None] = {}
@@ -66,6 +80,10 @@ class Index:
         self.yaml_path = NATIVE_FUNCTIONS
         self.common_mps_path = COMMON_MPS if tree.exists(COMMON_MPS) else None
         self.cpp_files = native_cpp_files(self.root)
+        if self.overlay:
+            cpp = [(rel, self.overlay.get(rel, path)) for rel, path in self.cpp_files]
+            cpp += self._only_in_overlay(NATIVE_DIR, (".cpp",), {rel for rel, _ in self.cpp_files})
+            self.cpp_files = [(rel, path) for rel, path in cpp if path is not None]
         metal_rel = self._list(KERNELS_DIR, (".metal",))
         host_rel = self._list(MPS_DIR, HOST_SUFFIXES + (".h",))
         hosts = [p for p in host_rel if p.endswith(HOST_SUFFIXES)]
@@ -77,12 +95,30 @@ class Index:
         self.stubs = self._declared_stubs()
 
     # -- listing --------------------------------------------------------------------------
-    def _walk(self, reldir: str, suffixes: tuple[str, ...]) -> list[tuple[str, os.DirEntry]]:
+    def _walk(self, reldir: str, suffixes: tuple[str, ...]) -> list[tuple[str, os.DirEntry | _OverlayEntry]]:
         """``PytorchTree.list_files(reldir, suffixes, recursive=True)`` (same files, same
         order: a folder's files by name, then its sub-folders by name, dot-folders and
-        symlinked folders not entered), with the directory entries, from ``os.scandir``."""
+        symlinked folders not entered), with the directory entries, from ``os.scandir``; with
+        the overlay's files in place of the tree's, and those only it has after them."""
         base = os.path.join(self.root, reldir)
-        return walk_files(base, reldir, suffixes) if os.path.isdir(base) else []
+        found = walk_files(base, reldir, suffixes) if os.path.isdir(base) else []
+        if not self.overlay:
+            return found
+        out: list[tuple[str, os.DirEntry | _OverlayEntry]] = []
+        for rel, e in found:
+            if rel not in self.overlay:
+                out.append((rel, e))
+            elif (path := self.overlay[rel]) is not None:
+                out.append((rel, _OverlayEntry(path)))
+        out += [(rel, _OverlayEntry(path)) for rel, path in self._only_in_overlay(reldir, suffixes, {rel for rel, _ in found})]
+        return out
+
+    def _only_in_overlay(self, reldir: str, suffixes: tuple[str, ...], listed: set[str]) -> list[tuple[str, str]]:
+        return sorted(
+            (rel, path)
+            for rel, path in self.overlay.items()
+            if path is not None and rel not in listed and rel.startswith(reldir + "/") and rel.endswith(suffixes)
+        )
 
     def _list(self, reldir: str, suffixes: tuple[str, ...]) -> list[str]:
         """The files to scan under ``reldir``; those plainly inside the tree are remembered
@@ -109,7 +145,7 @@ class Index:
     def _path(self, rel: str) -> str:
         """Absolute path of ``rel``, refusing (as :meth:`PytorchTree.resolve`) one that leaves
         the tree: each folder is resolved once, and only a symlinked file on its own."""
-        safe = self._safe.get(rel)
+        safe = self.overlay.get(rel) or self._safe.get(rel)
         if safe is not None:
             return safe
         folder = rel.rpartition("/")[0]

@@ -206,3 +206,17 @@ def test_an_error_the_change_causes_on_a_partial_tree_is_not_hidden(run, real_tr
     edit(real_tree, BINARY_MM, *FAULT)
     res = run("check", "--changed", "--format", "json", "--root", real_tree)
     assert res.exit_code == 1 and ("MPS002", NATIVE_FUNCTIONS) in {(c, p) for c, p, _l in found(res)}, res.output
+
+
+def test_an_error_a_cpp_change_causes_is_not_taken_for_the_base_s(run, repo):
+    """A TORCH_IMPL_FUNC(cos_out) added to UnaryOps.cpp, calling heaviside_stub, which MPS does
+    not register: the MPS002 is at cos's yaml row, a line the change does not touch, and new. (The base is read
+    with its own row -> stub resolver: one shared with the tree as it is now would find the
+    error in the base too, and hide it.)"""
+    cpp = "aten/src/ATen/native/UnaryOps.cpp"
+    assert "MPS002" not in run("check", "--root", repo).stdout
+    edit(repo, cpp, "PRACTICE_UNARY_IMPL(frac_out, frac_stub)\n", "PRACTICE_UNARY_IMPL(frac_out, frac_stub)\nPRACTICE_UNARY_IMPL(cos_out, heaviside_stub)\n")
+    whole = run("check", "--format", "json", "--root", repo)
+    assert [c for c, _p, _l in found(whole)] == ["MPS002"], whole.stdout
+    res = run("check", "--changed", "--format", "json", "--root", repo)
+    assert res.exit_code == 1 and found(res) == found(whole), res.output
