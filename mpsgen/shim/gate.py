@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from mpsgen.core.errors import Location
 from mpsgen.metal import NOT_METAL
 from mpsgen.spec.op import FunctorSource, OpSpec
+from mpsgen.shim.diagnostics import compiler_errors, last_said
 from mpsgen.shim.toolchain import install_compiler_command, refuse_too_large, syntax_only_compile
 from mpsgen.shim.toolchain import compiler as find_compiler
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 
 _FUNCTION = re.compile(r"(?:\boperator\s*\(\s*\)|\b([A-Za-z_]\w*))\s*\([^;{}]*\)\s*(?:const\s*)?\{")
-_ERROR = re.compile(r"^([^:\n]*):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 _PLACE = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+):", re.M)
 _CASE = re.compile(r"^  if \(which == \d+\) \{  // (\w+) -> (\w+)$")
 
@@ -133,12 +133,13 @@ def _located_error(spec: OpSpec, text: str, stderr: str, source: str, first: int
     """The compiler's first error, at the functor line it concerns and for the type pair whose
     call failed (when the error is in that call rather than in the functor)."""
     lines = source.split("\n")
-    error = _ERROR.search(stderr)
-    message = error.group(4).strip() if error else (stderr.strip().splitlines() or ["the compiler failed"])[-1]
+    error = (compiler_errors(stderr) or [None])[0]
+    message = error.message.strip() if error else last_said(stderr)
+    in_driver = error is not None and error.file.endswith("driver.cpp")
     place = None
     line = col = 0
-    if error and error.group(1).endswith("driver.cpp") and first <= int(error.group(2)) <= last:
-        line, col = int(error.group(2)), int(error.group(3))
+    if in_driver and error.inside(first, last):
+        line, col = error.line, error.col
     else:  # in the shim or at a call: the first functor line the compiler's context names
         for m in _PLACE.finditer(stderr):
             if first <= int(m.group(2)) <= last:
@@ -147,7 +148,7 @@ def _located_error(spec: OpSpec, text: str, stderr: str, source: str, first: int
     if line:
         place = functor_place(spec.functor, text, line - first + 1, col)
     pair = ""
-    at = int(error.group(2)) if error and error.group(1).endswith("driver.cpp") else 0
+    at = error.line if in_driver else 0
     for m in _PLACE.finditer(stderr):  # the call of the functor this error came from
         n = int(m.group(2))
         if n > last:

@@ -25,12 +25,12 @@ from mpsgen.codegen.kernel import body_text, kernel_signature, kernel_text, sche
 from mpsgen.metal import TOLERANCES, TORCH_NAMES
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core import child
+from mpsgen.shim.diagnostics import compiler_errors, first_inside, last_said
 from mpsgen.shim.toolchain import build_program, compiler, refuse_too_large, syntax_only_compile
 from mpsgen.shim.trial import TIME_LIMIT, closing_lines, failure_lines, import_torch, missing_requirements
 from mpsgen.core.resources import resource_dir
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
-_ERROR = re.compile(r"^([^:\n]*driver\.cpp):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
 
 
 def _element_function(spec: KernelSpec, sig) -> str:
@@ -135,13 +135,12 @@ def check_kernel_body(spec: KernelSpec, sig, usings: tuple[str, ...] = ("metal",
 
 
 def _located(spec: KernelSpec, stderr: str, source: str, first: int, last: int) -> str:
-    errors = list(_ERROR.finditer(stderr))
-    inside = [e for e in errors if first <= int(e.group(2)) <= last]
-    error = (inside or errors or [None])[0]
-    message = error.group(4).strip() if error else (stderr.strip().splitlines() or ["the compiler failed"])[-1]
+    errors = compiler_errors(stderr, "driver.cpp")
+    error = first_inside(errors, first, last) or (errors or [None])[0]
+    message = error.message.strip() if error else last_said(stderr)
     where = spec.body.origin
-    if error is not None and first <= int(error.group(2)) <= last and spec.body.line:
-        where = f"{spec.body.origin}:{spec.body.line + int(error.group(2)) - first}"
+    if error is not None and error.inside(first, last) and spec.body.line:
+        where = f"{spec.body.origin}:{spec.body.line + error.line - first}"
     return f"{where}: the kernel body does not compile against mpsgen's Metal model: {message}."
 
 
@@ -336,7 +335,6 @@ def _one_case(torch, op, spec, sig, binary, which, dtype_name, inputs, pvals, wh
     accepts = _host_accepts(torch, spec, env)
     try:
         expected = op(*args)
-        reference = ""
     except NotImplementedError:
         expected = None
     except RuntimeError as exc:

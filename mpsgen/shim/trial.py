@@ -30,6 +30,7 @@ from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OPERANDS, OpSpec
 from mpsgen.core.text import shorten
 from mpsgen.metal import TOLERANCES, TORCH_NAMES
+from mpsgen.shim.diagnostics import compiler_errors, first_inside
 from mpsgen.shim.toolchain import (
     COMPILERS,
     build_program,
@@ -48,7 +49,6 @@ STORAGE = {
 CXX_TYPE = {"long": "int64_t", "int": "int32_t", "short": "int16_t", "char": "int8_t", "uchar": "uint8_t"}
 # torch.testing's default (rtol, atol) per floating dtype
 _NOT_MODELLED = re.compile(r"error: '(?:\w+::)*(\w+)' (?:is not a member of '([\w:]+)'|was not declared in this scope)")
-_ERROR = re.compile(r"^(?:[^:\n]*):(\d+):(\d+): error: (.*)$", re.M)
 
 
 class NotModelled(MpsgenError):
@@ -261,15 +261,15 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
             hint="Check this op on a Mac (test_<op>_shader.py from --with-test), or add the function to templates/try/metal_shim.h.",
         )
     lines = source.split("\n")
-    for m in _ERROR.finditer(stderr):
-        n = int(m.group(1))
-        if first <= n <= last:
-            return BadInput(
-                f"{place}: the functor does not compile: {m.group(3)} (functor line {n - first + 1}: `{lines[n - 1].strip()}`).",
-                hint="Fix the functor in the spec (it is C++ over metal:: math).",
-            )
-    first_error = _ERROR.search(stderr)
-    detail = first_error.group(3) if first_error else stderr.strip().splitlines()[-1:] or ["unknown"]
+    errors = compiler_errors(stderr, fatal=False)
+    error = first_inside(errors, first, last)
+    if error is not None:
+        n = error.line
+        return BadInput(
+            f"{place}: the functor does not compile: {error.message} (functor line {n - first + 1}: `{lines[n - 1].strip()}`).",
+            hint="Fix the functor in the spec (it is C++ over metal:: math).",
+        )
+    detail = errors[0].message if errors else stderr.strip().splitlines()[-1:] or ["unknown"]
     return BadInput(f"{place}: the functor does not compile with mpsgen's shim: {detail}.")
 
 
