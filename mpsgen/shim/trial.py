@@ -30,7 +30,7 @@ from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OPERANDS, OpSpec
 from mpsgen.core.text import shorten
 from mpsgen.metal import TOLERANCES, TORCH_NAMES
-from mpsgen.shim.diagnostics import compiler_errors, first_inside
+from mpsgen.shim.diagnostics import compiler_errors, first_inside, last_said
 from mpsgen.shim.toolchain import (
     COMPILERS,
     build_program,
@@ -261,7 +261,8 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
             hint="Check this op on a Mac (test_<op>_shader.py from --with-test), or add the function to templates/try/metal_shim.h.",
         )
     lines = source.split("\n")
-    errors = compiler_errors(stderr, fatal=False)
+    # (the functor's lines are driver.cpp's: an error of metal_shim.h is not one of them)
+    errors = compiler_errors(stderr, file="driver.cpp", fatal=False)
     error = first_inside(errors, first, last)
     if error is not None:
         n = error.line
@@ -269,7 +270,7 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
             f"{place}: the functor does not compile: {error.message} (functor line {n - first + 1}: `{lines[n - 1].strip()}`).",
             hint="Fix the functor in the spec (it is C++ over metal:: math).",
         )
-    detail = errors[0].message if errors else stderr.strip().splitlines()[-1:] or ["unknown"]
+    detail = errors[0].message if errors else last_said(stderr)
     return BadInput(f"{place}: the functor does not compile with mpsgen's shim: {detail}.")
 
 
