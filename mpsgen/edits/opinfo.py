@@ -13,6 +13,7 @@ import re
 from mpsgen.core.text import shorten
 from mpsgen.tree.opinfo import mps_decorators
 from mpsgen.tree.reasons import NUMERICS, comment_above, is_mpsgraph_failure, is_unimplemented_reason
+from mpsgen.tree.source import line_of, line_starts
 
 _OUT_TEST = re.compile(r"""['"]TestCommon['"]\s*,\s*['"]test_out(?:_warning)?['"]""")
 _OPENS_TUPLE = re.compile(r"^\s*\w+\s*=\s*[(\[]\s*(#.*)?$")
@@ -51,11 +52,11 @@ def remove_mps_decorators(
     overlap. Numerics decorators (toleranceOverride, precisionOverride) and xfails with another
     reason stay; each is appended to ``kept`` as (1-based line, why)."""
     out = []
-    last = line0 = counted = 0  # line0: the lines before text[counted:] (counted on, not from the top each time)
+    last = 0
+    starts = line_starts(text)
     for start, end in sorted(spans):
         out.append(text[last:start])
-        line0, counted = line0 + text.count("\n", counted, start), start
-        out.append(_edit_span(text[start:end], line0, kept, migrating, op))
+        out.append(_edit_span(text[start:end], line_of(starts, start), kept, migrating, op))
         last = end
     out.append(text[last:])
     return "".join(out)

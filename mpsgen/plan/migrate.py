@@ -10,7 +10,6 @@ The Metal side (functor, registrations, host kernel, xfail and OpInfo clean-up) 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -78,12 +77,6 @@ def mm_files(tree: PytorchTree) -> list[str]:
     return tree.list_files(OPERATIONS_DIR, (".mm",), recursive=True)
 
 
-_WORD = re.compile(rb"\w+")
-
-
-_MM_BYTES = "migrate: .mm bytes and words"  # in PytorchTree.memo
-
-
 def remove_mpsgraph_impls(changeset: Changeset, rel: str, text: str, impls, op_names) -> str:
     """``text`` (the .mm ``rel``) without the MPSGraph kernels ``impls`` and what only they
     used, the removal noted in ``changeset``; refused when other code of the file still calls one."""
@@ -99,34 +92,12 @@ def remove_mpsgraph_impls(changeset: Changeset, rel: str, text: str, impls, op_n
 
 
 def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl]]:
-    """kernel -> its MPSGraph definitions under mps/operations (only files naming it are parsed).
-    A file is read again only when it changed (its size and time), its words listed when first
-    asked: coverage looks for the MPSGraph code of a dozen ops."""
+    """kernel -> its MPSGraph definitions under mps/operations, with their extents: the files
+    the host facts place them in (:func:`find_impl_sites`) are scanned whole (``scan_mm``)."""
     found: dict[str, list[FoundImpl]] = {}
-    if not kernels:
-        return found
-    known: dict[str, tuple] = tree.memo.setdefault(_MM_BYTES, (None, {}))[1]  # rel -> (stat, bytes, [words])
-    wanted = {k.encode() for k in kernels}
-    for rel in mm_files(tree):
-        path = os.path.join(tree.root_dir, rel)
-        try:
-            st = os.stat(path)
-            got = known.get(rel)
-            if got is None or got[0] != (st.st_size, st.st_mtime_ns):
-                with open(path, "rb") as fh:
-                    got = known[rel] = ((st.st_size, st.st_mtime_ns), fh.read(), [None])
-        except OSError:
-            continue
-        raw, words = got[1], got[2]
-        # (a few names are looked for in the bytes; many, as coverage's, in the file's words)
-        if (words[0] is None and len(wanted) <= 8) and not any(k in raw for k in wanted):
-            continue
-        if words[0] is None:
-            words[0] = frozenset(_WORD.findall(raw))
-        if not wanted & words[0]:
-            continue
-        source = tree.read(rel, what="MPSGraph source")
-        for impl in scan_mm(source.text).impls:
+    files = dict.fromkeys(site.path for sites in find_impl_sites(tree, kernels).values() for site in sites)
+    for rel in sorted(files, key=mm_files(tree).index):
+        for impl in scan_mm(tree.read(rel, what="MPSGraph source").text).impls:
             if impl.kernel in kernels:
                 found.setdefault(impl.kernel, []).append(FoundImpl(rel, impl))
     return found

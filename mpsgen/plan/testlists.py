@@ -14,6 +14,7 @@ from mpsgen.patch.changeset import Changeset
 from mpsgen.tree import COMMON_MPS, PytorchTree
 from mpsgen.tree.op_facts import OpInfoTargets
 from mpsgen.tree.xfails import unedited_mentions
+from mpsgen.tree.source import line_of, line_starts
 
 
 def edit_test_lists(
@@ -80,11 +81,11 @@ def decorated_tests(
     from mpsgen.tree.opinfo import mps_decorators
 
     found = set()
+    starts = line_starts(text)
     for start, end in spans:
-        line0 = text.count("\n", 0, start) + 1  # the span's first line: its decorators' counted from there
         for s, _e in mps_decorators(text, start, end):
             m = _DECORATED_TEST.match(text, s) or _DECORATED_CLASS.match(text, s)
-            if m and line0 + text.count("\n", start, s) not in kept_lines:
+            if m and line_of(starts, s) + 1 not in kept_lines:
                 test = m.group(2) if m.re is _DECORATED_TEST else ""  # "": every test of the class
                 found.add((m.group(1), test, (names or {}).get(start, ""), ""))
     return sorted(found)

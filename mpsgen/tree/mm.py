@@ -88,17 +88,19 @@ def _helper_kind(d: MacroDef) -> str | None:
     return m.group(1) if m else None
 
 
-def mpsgraph_definitions(host: HostFile) -> list[tuple[Definition, str]]:
+@functools.lru_cache(maxsize=256)
+def mpsgraph_definitions(host: HostFile) -> tuple[tuple[Definition, str], ...]:
     """The definitions of MPSGraph kernels among a host file's, each with its
     :attr:`MPSGraphImpl.form`: a ``TORCH_IMPL_FUNC`` block, a ``*_mps`` function, or an
-    instance of a macro writing either."""
+    instance of a macro writing either. (Once per scan: coverage looks for a few kernels at a
+    time, op after op, in every .mm file.)"""
     out = []
     for d in host.definitions:
         if d.form == "impl_macro" or (d.form == "function_macro" and d.name.endswith("_mps")):
             out.append((d, "macro_instance"))
         elif d.form == "impl_func" or (d.form == "function" and d.name.endswith(("_mps", "_mps_"))):  # (relu_mps_: an in-place row's)
             out.append((d, d.form))
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=256)

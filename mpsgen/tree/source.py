@@ -204,17 +204,20 @@ def text_lines(text: str) -> tuple[str, ...]:
     return tuple(text.split("\n"))
 
 
-def line_starts(text: str) -> list[int]:
-    """Offsets of the first character of each line."""
+@functools.lru_cache(maxsize=16)
+def line_starts(text: str) -> tuple[int, ...]:
+    """Offsets of the first character of each line: found once per text (shared, so a tuple):
+    a .mm file's scan, its MPSGraph removal and the OpInfo edits of every op a run plans ask
+    them of the same texts."""
     starts = [0]
     pos = text.find("\n")
     while pos >= 0:
         starts.append(pos + 1)
         pos = text.find("\n", pos + 1)
-    return starts
+    return tuple(starts)
 
 
-def line_of(starts: list[int], offset: int) -> int:
+def line_of(starts: tuple[int, ...], offset: int) -> int:
     """0-based line index holding ``offset``."""
     import bisect
 
