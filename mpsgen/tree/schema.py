@@ -25,13 +25,10 @@ PARAM_SCHEMA_TYPES = {"Scalar": "scalar", "float": "float", "float?": "optional_
 
 def split_schema(func: str) -> tuple[str, str]:
     """(argument list, return part) of a schema."""
-    depth, end = 0, -1
-    for i, c in enumerate(func):  # the return arrow, outside the brackets (`Tensor(a -> *)` is an alias set)
-        depth += c == "("
-        depth -= c == ")"
-        if depth == 0 and func.startswith("->", i):
-            end = i
-            break
+    # the return arrow, outside the brackets (`Tensor(a -> *)` is an alias set)
+    end = func.find("->")
+    while end >= 0 and func.count("(", 0, end) != func.count(")", 0, end):
+        end = func.find("->", end + 2)
     if end < 0:
         return func[func.index("(") + 1 : func.rindex(")")], ""
     return func[func.index("(") + 1 : func.rindex(")", 0, end)], func[end + 2 :].strip()
