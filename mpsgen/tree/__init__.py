@@ -147,16 +147,20 @@ class PytorchTree:
         return _is(os.path.join(self.root_dir, relpath), stat.S_ISREG)
 
     # -- reading --------------------------------------------------------------------------
-    def read(self, relpath: str, *, what: str = "target file") -> SourceFile:
+    def read(self, relpath: str, *, what: str = "target file", path: str | None = None) -> SourceFile:
+        """The file ``relpath``, read once per run whoever asks. ``path``: its absolute path,
+        when the caller knows it lies inside the tree (check's index resolves each folder once)."""
         cached = self._cache.get(relpath)
         if cached is not None:
             return cached
-        path = self.resolve(relpath, what)
-        if not path.exists():
-            raise BadInput(
-                f"{what} {relpath} does not exist in {self.root}.",
-                hint="Check the checkout (git status) or name another file in the spec's 'files'.",
-            )
+        if path is None:
+            resolved = self.resolve(relpath, what)
+            if not resolved.exists():
+                raise BadInput(
+                    f"{what} {relpath} does not exist in {self.root}.",
+                    hint="Check the checkout (git status) or name another file in the spec's 'files'.",
+                )
+            path = str(resolved)
         # regular files only, of bounded size: a folder, FIFO or device is refused, not read
         source = SourceFile.from_bytes(relpath, read_bounded(path, what))
         self._cache[relpath] = source

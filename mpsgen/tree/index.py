@@ -38,7 +38,7 @@ from mpsgen.tree.kernels import (
 from mpsgen.tree.functors import FunctorStruct
 from mpsgen.tree.native_rows import Row, scan_rows
 from mpsgen.tree.resolver import native_cpp_files
-from mpsgen.tree.source import SourceFile, read_bounded, text_as_is
+from mpsgen.tree.source import SourceFile, read_bounded
 from mpsgen.tree.stubs import collect_stubs
 from mpsgen.tree.walk import walk_files
 from mpsgen.tree.xfails import XfailEntry, read_xfail_entries
@@ -155,13 +155,13 @@ class Index:
         return path
 
     def read(self, rel: str) -> str:
+        """The text of ``rel``: through the tree's one read of each file (a plan of the same
+        run reads the same bytes), or, for a file of the overlay, read here."""
+        if rel not in self.overlay:
+            return self.tree.read(rel, what=f"{rel} in {self.root}:", path=self._path(rel)).text
         text = self._texts.get(rel)
         if text is None:
-            raw = read_bounded(self._path(rel), f"{rel} in {self.root}:")
-            text = text_as_is(raw)
-            if text is None:  # the error, CRLF handling or conflict-marker refusal of the tree scanners
-                text = SourceFile.from_bytes(rel, raw).text
-            self._texts[rel] = text
+            text = self._texts[rel] = SourceFile.from_bytes(rel, read_bounded(self._path(rel), f"{rel} in {self.root}:")).text
         return text
 
     def functor_structs(self) -> list[tuple[MetalFile, list[FunctorStruct]]]:

@@ -166,20 +166,6 @@ def read_bounded(path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
 _BRACKET_PAIRS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
 
 
-def text_as_is(raw: bytes) -> str | None:
-    """``raw`` decoded where it can be taken as it is: UTF-8, no CRLF line ends, no conflict
-    marker. None otherwise: :meth:`SourceFile.from_bytes` then converts it, or refuses it with
-    its message. (``"\r"`` is looked for first: a one-character search is a memchr, a
-    two-character one a slow scan.)"""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if ("\r" in text and "\r\n" in text) or "<<<<<<<" in text or ">>>>>>>" in text:
-        return None
-    return text
-
-
 def close_bracket(text: str, open_pos: int) -> int:
     """Offset of the bracket closing the one at ``open_pos`` (-1 if none). Visits only the
     brackets of that kind (a C-speed search), so it suits large unmasked texts whose
