@@ -7,6 +7,7 @@ before the ``try`` (``from __future__ import annotations`` imports a module) wou
 window for a traceback."""
 
 try:
+    import os
     import signal
     import sys
 
@@ -32,8 +33,6 @@ try:
         SIGHUP are blocked from here on (one now comes after the outcome was told; the
         interpreter's shutdown would let it kill the process, exit 129/143, after a report
         that said otherwise), output is flushed, and the heap is not torn down."""
-        import os
-
         if hasattr(signal, "pthread_sigmask"):
             signal.pthread_sigmask(signal.SIG_BLOCK, {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)})
         for stream in (sys.stdout, sys.stderr):  # (a closed or full one: the run said so already)
@@ -52,12 +51,12 @@ try:
                 # end and forms no cycles), and the process ends without tearing its heap
                 # down (as mypy does), nor the run's results (``keep``): output is flushed,
                 # files are closed, nothing else is left to do.
-                import gc
+                import gc  # (local: --help loads no gc)
 
                 gc.disable()
-                from mpsgen.cli.check import main as check_main
+                from mpsgen.cli.check import main as check_main  # (local: check starts without the typer app)
             else:
-                from mpsgen.cli.app import main as cli_main
+                from mpsgen.cli.app import main as cli_main  # (local: the typer app, for the other commands only)
         except KeyboardInterrupt:
             _interrupted()
         if check:

@@ -92,8 +92,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_walk_sees_imports_inside_functions():
-    # (kernel_companions imports the new-kernel planner inside its functions only)
-    assert "mpsgen.plan.newkernel" in import_graph()["mpsgen.plan.kernel_companions"]
+    # (explain imports the new-op planner inside its functions only)
+    assert "mpsgen.plan.newop" in import_graph()["mpsgen.report.explain"]
 
 
 def test_the_circle_finder_finds_a_circle():

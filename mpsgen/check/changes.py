@@ -18,14 +18,18 @@ Nothing here prints.
 
 from __future__ import annotations
 
+import bisect
+import gc
 import os
 import re
 import subprocess
+import tempfile
 from collections import Counter
 from typing import NamedTuple
 
 from mpsgen.core import child
 from mpsgen.tree.index import Index
+from mpsgen.check import RELEVANT, CheckResult, index_findings, resolve_paths
 from mpsgen.check.model import ERROR, Finding
 from mpsgen.core.errors import BadInput
 from mpsgen.tree import NATIVE_FUNCTIONS
@@ -81,8 +85,6 @@ def read_change(root: str, ref: str) -> Change:
         hunks = parse_hunks(diff.decode("utf-8", "surrogateescape"))
     # files the change adds that git does not track yet (new-kernel's new .metal/.mm/.h):
     # every line of them is the change's
-    from mpsgen.check import RELEVANT
-
     others = _git(root, "ls-files", "--others", "--exclude-standard", "-z").decode("utf-8", "surrogateescape").split("\0")
     for rel in (p for p in others if p and RELEVANT.search(p) and p not in status):
         try:
@@ -154,8 +156,6 @@ def touched_lines(change: Change, rows_starts: list[int], yaml_lines: int) -> di
     """path -> the lines of the working tree the change adds or rewrites; in
     native_functions.yaml every line of each entry (from its ``- func:`` to the next) that it
     adds to, rewrites or removes lines from."""
-    import bisect
-
     out: dict[str, set[int]] = {}
     for path, hunks in change.hunks.items():
         lines = out.setdefault(path, set())
@@ -213,7 +213,7 @@ def write_base_files(root: str, change: Change, folder: str) -> dict[str, str | 
 
 def new_errors(findings: list[Finding], base: list[Finding]) -> list[Finding]:
     """The errors of ``findings`` beyond those of the same kind the base had."""
-    from mpsgen.check.baseline import finding_key, new_findings
+    from mpsgen.check.baseline import finding_key, new_findings  # (local: a --changed run with no relevant change loads no json)
 
     return new_findings([f for f in findings if f.severity == ERROR], Counter(finding_key(f) for f in base))
 
@@ -222,11 +222,6 @@ def changed_check(tree, paths, cwd, *, ref: str, codes: frozenset[str] | None, s
     """:func:`mpsgen.check.run_check` for the change against ``ref``: the findings it answers
     for (see the module's docstring); PATHS, when given, narrow the touched lines to theirs.
     The result's ``paths`` are the files the change touches (the files a fix may edit)."""
-    import gc
-    import tempfile
-
-    from mpsgen.check import RELEVANT, CheckResult, index_findings, resolve_paths
-
     selected = resolve_paths(tree, paths, cwd)
     root = tree.root_dir
     change = read_change(root, ref)

@@ -121,10 +121,10 @@ def load_config(root: str, *, baseline_typed: bool = False) -> CheckConfig:
 def _read_toml(path: str) -> dict:
     name = os.path.basename(path)
     try:
-        import tomllib
+        import tomllib  # (local: check of a tree without mpsgen settings loads no TOML reader)
     except ImportError:  # Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[no-redef]  # (local: the same, on Python 3.10)
         except ImportError:
             raise BadInput(f"{name}: reading it needs Python 3.11 or the tomli package (pip install tomli).") from None
     text = read_bounded(path, name, limit=1024 * 1024)

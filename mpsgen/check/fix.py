@@ -16,6 +16,8 @@ from collections import defaultdict
 from mpsgen.patch.changeset import Changeset
 from mpsgen.check.model import Finding
 from mpsgen.tree import PytorchTree
+from mpsgen.tree.source import python_syntax_problem
+from mpsgen.tree.xfails import read_xfail_entries
 
 FIXABLE = ("MPS007", "MPS009")
 
@@ -47,8 +49,8 @@ def _op_names(kernel: str) -> set[str]:
 
 
 def _remove_dead_impls(tree: PytorchTree, changeset: Changeset, rel: str, fs: list[Finding], skipped: list[str]) -> None:
-    from mpsgen.edits import mpsgraph as mpsgraph_edit
-    from mpsgen.tree.mm import scan_mm
+    from mpsgen.edits import mpsgraph as mpsgraph_edit  # (local: check --fix and its lintrunner output load no edit when nothing is fixable)
+    from mpsgen.tree.mm import scan_mm  # (local: check --fix and its lintrunner output load no .mm scanner when nothing is fixable)
 
     src = tree.read(rel)
     kernels = {f.symbols[0] for f in fs if f.symbols}
@@ -69,9 +71,7 @@ def _remove_dead_impls(tree: PytorchTree, changeset: Changeset, rel: str, fs: li
 
 
 def _remove_stale_xfails(tree: PytorchTree, changeset: Changeset, rel: str, fs: list[Finding], skipped: list[str]) -> None:
-    from mpsgen.edits import common_mps as common_mps_edit
-    from mpsgen.tree.source import python_syntax_problem
-    from mpsgen.tree.xfails import read_xfail_entries
+    from mpsgen.edits import common_mps as common_mps_edit  # (local: check --fix and its lintrunner output load no edit when nothing is fixable)
 
     src = tree.read(rel)
     if (problem := python_syntax_problem(src)) is not None:

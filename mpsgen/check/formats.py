@@ -46,7 +46,7 @@ def finding_dict(f: Finding) -> dict:
 
 
 def json_document(findings: list[Finding], root: str, notes: tuple[str, ...] = ()) -> str:
-    import json  # only the JSON outputs pay for it (check starts per commit)
+    import json  # (local: check's text output loads no json)
 
     errors = sum(f.severity == ERROR for f in findings)
     return json.dumps(
@@ -64,7 +64,7 @@ def lintrunner_lines(findings: list[Finding], root: str, fixes: dict[str, tuple[
     """One LintMessage (lintrunner's JSON Lines protocol) per finding, paths absolute. ``fixes``
     (path -> whole file before, after) ride on the first finding of their file, as
     ``original``/``replacement``: `lintrunner -a` applies them."""
-    import json  # only the JSON outputs pay for it (check starts per commit)
+    import json  # (local: check's text output loads no json)
 
     out = []
     fixes = dict(fixes or {})

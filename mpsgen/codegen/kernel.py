@@ -4,10 +4,12 @@ signature), the params struct, and the kernel with its registration macro."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
-from mpsgen.edits import realign_backslashes
+from mpsgen.edits import METAL_COLUMN_LIMIT, realign_backslashes
 from mpsgen.core.errors import BadInput, Refused
+from mpsgen.core.render import render
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.tree.native_yaml import NativeFunction
 from mpsgen.tree.schema import ARG_SPLIT, split_schema
@@ -92,14 +94,6 @@ class KernelSignature:
         return ("output", *self.inputs)
 
 
-def render(template: str, **context: object) -> str:
-    """Templates are rendered (and jinja2 imported) only when code is written: explain and
-    coverage ask this module about rows and signatures, and pay nothing for it."""
-    from mpsgen.core.render import render as rendered
-
-    return rendered(template, **context)
-
-
 def schema_arguments(func: str) -> list[tuple[str, str]]:
     """(type, name) of each argument of a schema, out= ones (``Tensor(a!)``) included."""
     return [(typ, name) for typ, name, _default in schema_parameters(func)]
@@ -178,8 +172,6 @@ def kernel_signature(spec: KernelSpec, row: NativeFunction, where: str, allocati
 
 def struct_text(spec: KernelSpec, sig: KernelSignature) -> str:
     """The params struct, as the stem's header holds it."""
-    import textwrap
-
     said = (
         f"{spec.name}: what the host passes its kernel ({spec.file}.metal, one thread per output "
         "element). Sizes and strides are in elements, narrowed to 32 bits (the host checks they fit)."
@@ -195,8 +187,6 @@ def body_text(spec: KernelSpec) -> str:
 
 
 def kernel_text(spec: KernelSpec, sig: KernelSignature) -> str:
-    from mpsgen.edits import METAL_COLUMN_LIMIT
-
     args = ", ".join([*sig.inputs, "params", "index"])
     call = f"{spec.element_function}({args})"
     store = f"  output[index] = static_cast<T>({call});"

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.core.errors import Refused
+from mpsgen.core.render import render
 from mpsgen.spec.reduction import OwnOp, ReductionSpec
 from mpsgen.tree.source import mask_c_comments_and_strings
 
@@ -57,15 +58,11 @@ def helper_problems(spec: ReductionSpec, helpers: ReductionHelpers, where: str) 
 
 
 def params_header(spec: ReductionSpec) -> str:
-    from mpsgen.core.render import render
-
     return render("reduction/params.h.j2", spec=spec)
 
 
 def kernel_source(spec: ReductionSpec, helpers: ReductionHelpers, where: str = REDUCTION_UTILS) -> str:
     """The op struct (an own op), the offset helper and the kernel template (no registrations)."""
-    from mpsgen.core.render import render
-
     problems = helper_problems(spec, helpers, where)
     if problems:
         raise Refused(f"{spec.source or spec.stub}: " + "; ".join(problems) + ".")
@@ -81,8 +78,6 @@ def registration_macro(spec: ReductionSpec) -> str:
 
 
 def registrations(spec: ReductionSpec) -> str:
-    from mpsgen.core.render import render
-
     return render("reduction/registrations.metal.j2", spec=spec, macro=registration_macro(spec))
 
 
@@ -104,8 +99,6 @@ def host_text(spec: ReductionSpec, metal_name: str = "ReduceOps.metal") -> str:
     threadgroup of whole SIMD-groups per output element, as ``try`` runs the kernel. A second
     output is bound (and written) only when the iterator has one: the first is bound twice
     otherwise."""
-    from mpsgen.core.render import render
-
     outputs = len(spec.outputs)
     types = {"double": "double", "bool": "bool", "int64_t": "int64_t"}
     parameters = ", ".join(["TensorIterator& iter", *(f"{types[p.type]} {p.name}" for p in spec.params)])

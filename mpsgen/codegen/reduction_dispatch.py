@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mpsgen.codegen.reduction import host_function_name
 from mpsgen.core.errors import Refused
+from mpsgen.core.render import render
 from mpsgen.spec.reduction import OwnOp, ReductionSpec
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
@@ -166,8 +168,6 @@ def op_struct_name(spec: ReductionSpec) -> str:
 
 def op_struct(spec: ReductionSpec) -> str:
     """The op struct an own op gets for the tree's value kernels ("" for one of the tree's)."""
-    from mpsgen.core.render import render
-
     if not isinstance(spec.reduce, OwnOp):
         return ""
     return render("reduction/dispatch_op.metal.j2", spec=spec, op=spec.reduce, name=op_struct_name(spec))
@@ -183,9 +183,6 @@ def registration_lines(spec: ReductionSpec, disp: Dispatcher, pairs: tuple[tuple
 
 
 def host_text(spec: ReductionSpec, disp: Dispatcher, widened: tuple[tuple[str, str], ...], metal_name: str = "ReduceOps.metal") -> str:
-    from mpsgen.codegen.reduction import host_function_name
-    from mpsgen.core.render import render
-
     values = {"prefix": f'"{spec.kernel}_"', "input_kernel_dtype": "input.scalar_type()",
               "output_kernel_dtype": "output.scalar_type()", "partial_dtype": "output.scalar_type()",
               "pass2_prefix": f'"{spec.kernel}_"'}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mpsgen.tree.source import split_args
+
 
 def insert_lines(lines: list[str], insertions: list[tuple[int, int, list[str]]]) -> list[str]:
     """Insert blocks after 0-based line indices (-1 = at the top); ``seq`` orders blocks that
@@ -85,6 +87,4 @@ def metal_statement(statement: str) -> str:
     head, _paren, rest = statement.partition("(")
     if not rest.endswith(");") or "\n" in statement:
         return statement
-    from mpsgen.tree.source import split_args
-
     return one_per_line(head + "(", split_args(rest[:-2]), ");")

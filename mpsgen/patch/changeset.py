@@ -431,7 +431,7 @@ def signals_held():
 
 def _git_tracks(root: Path, rel: str) -> bool:
     """Whether git tracks ``rel`` in the checkout at ``root`` (False outside a git checkout)."""
-    import subprocess
+    import subprocess  # (local: check --fix and its lintrunner output load no subprocess)
 
     if not (root / ".git").exists():
         return False

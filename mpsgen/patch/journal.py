@@ -229,7 +229,7 @@ def writer_lock(root: Path, wait: float | None = None):
     ``wait`` seconds (:data:`WRITER_WAIT`), then refused, named. Without ``fcntl`` (not a POSIX
     system) there is no lock; the conflict checks still guard."""
     try:
-        import fcntl
+        import fcntl  # (local: check --fix and its lintrunner output load no fcntl; POSIX only)
     except ImportError:
         yield
         return
@@ -258,7 +258,7 @@ def live_writer(root: Path | str) -> str | None:
     """Who is writing to the tree at ``root`` now ("another mpsgen (pid N, `mpsgen CMD`)"), or
     None: no process holds :func:`writer_lock`, so a journal there is an interrupted change."""
     try:
-        import fcntl
+        import fcntl  # (local: check --fix and its lintrunner output load no fcntl; POSIX only)
     except ImportError:
         return None
     try:
@@ -335,7 +335,7 @@ def _put_old(root: Path, entry: JournalEntry) -> None:
 
 def recover_command(root: Path, flag: str = "") -> str:
     """The `mpsgen recover` command line for the tree at ``root``, ready to paste."""
-    import shlex
+    import shlex  # (local: check --fix and its lintrunner output load no shlex)
 
     return " ".join(["mpsgen", "recover", *([flag] if flag else []), "--root", shlex.quote(str(root))])
 

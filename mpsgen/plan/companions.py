@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import math
 
+from mpsgen.codegen.functor import render_functor
 from mpsgen.patch.changeset import Changeset
 from mpsgen.core.errors import Refused
 from mpsgen.plan.pr_text import LEGACY_DEFINITION as _LEGACY_DEFINITION
 from mpsgen.plan.pr_text import file_changes as _file_changes
 from mpsgen.plan.pr_text import names as _names
+from mpsgen.plan.testlists import UNXFAILED
+from mpsgen.shim.trial import alpha_metal_type, default_alphas, default_try_params
 from mpsgen.spec.registrations import COMPLEX, FLOATS, TORCH_DTYPES, input_dtypes
 from mpsgen.core.render import render
 from mpsgen.spec.op import OPERANDS, OpSpec
@@ -21,8 +24,6 @@ from mpsgen.tree import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, OPINFO_DEF
 
 def shader_test(spec: OpSpec, command: str) -> tuple[str, str]:
     """(file name, text) of ``test_<op>_shader.py`` for the spec's functor."""
-    from mpsgen.codegen.functor import render_functor
-
     if spec.selector is not None:
         raise Refused(f"--with-test covers ops of one kernel; {spec.name} picks one of {len(spec.selector.cases)} by its "
                       f"{spec.selector.argument} (`mpsgen try {spec.name}` checks each against the CPU op).")
@@ -63,8 +64,6 @@ def bench_script(spec: OpSpec, command: str, baseline: str | None = None) -> tup
     first. ``baseline`` is what "before" runs: ``"base"`` (the MPS kernel of the base commit)
     or ``"cpu"`` (the CPU op, when MPS has no kernel before the change); by default the
     command's (:data:`BENCH_BASELINES`)."""
-    from mpsgen.shim.trial import alpha_metal_type, default_alphas, default_try_params
-
     baseline = baseline or BENCH_BASELINES.get(command, "base")
     if baseline not in ("base", "cpu"):
         raise ValueError(baseline)
@@ -164,8 +163,6 @@ def pr_description(spec: OpSpec, changeset: Changeset, command: str, bench: bool
 def testing_lines(next_steps: list[str]) -> list[str]:
     """A PR body's lines on testing, from the change's next steps: the tests it un-xfails and
     its test commands."""
-    from mpsgen.plan.testlists import UNXFAILED
-
     tests = [s.split("test:", 1)[1].strip().split("   (")[0] for s in next_steps if s.startswith("test:")]
     listed = " ".join(" ".join(s.split()) for s in next_steps if s.strip().startswith(UNXFAILED))
     unblocked = [f"`{name}`" for name in listed[len(UNXFAILED) :].rstrip(".").split(", ") if name]

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from mpsgen.spec.kernel import KernelSpec
 from mpsgen.core.render import render
+from mpsgen.codegen.kernel import kernel_text, schema_arguments, struct_text
 from mpsgen.codegen.shader_source import STRUCT_CODES, with_params_inlined
 from mpsgen.codegen.shader_source import py_literal as py
-from mpsgen.tree import PytorchTree
+from mpsgen.plan.companions import testing_lines
+from mpsgen.plan.newkernel import kernel_paths, kernel_target
+from mpsgen.shim.kernel_trial import schema_default
+from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.aoti import C_SHIM_MPS
 
 
 def kernel_source(spec: KernelSpec, sig) -> str:
     """What compile_shader compiles: the kernel file as new-kernel writes it, its params header inlined."""
-    from mpsgen.codegen.kernel import kernel_text, struct_text
-
     struct = struct_text(spec, sig)
     text = render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel_text(spec, sig))
     return with_params_inlined(text, f"ATen/native/mps/kernels/{spec.file}.h", struct)
@@ -23,9 +26,6 @@ def kernel_source(spec: KernelSpec, sig) -> str:
 
 def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
     """(file name, text) of ``test_<kernel>_shader.py``."""
-    from mpsgen.codegen.kernel import schema_arguments
-    from mpsgen.plan.newkernel import kernel_target
-
     sig = kernel_target(tree, spec)
     row = sig.row
     filename = f"test_{spec.kernel}_shader.py"
@@ -38,8 +38,6 @@ def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
     for values in params:  # the schema's defaults where a case leaves an argument out
         for s in sig.scalars:
             if s.name not in values:
-                from mpsgen.shim.kernel_trial import schema_default
-
                 values[s.name] = schema_default(sig, s.name)
     text = render(
         "tests/kernel_shader_test.py.j2", op=spec.name, kernel=spec.kernel, stem=spec.file, filename=filename,
@@ -53,11 +51,6 @@ def kernel_shader_test(tree: PytorchTree, spec: KernelSpec) -> tuple[str, str]:
 def kernel_pr_description(spec: KernelSpec, changeset, host_function: str, row: str) -> str:
     """A PR title and body for a new custom kernel, in the shape of upstream's MPS PRs: what
     each file gets, the dtypes, the tests it stops expecting to fail, how to test it."""
-    from mpsgen.plan.companions import testing_lines
-    from mpsgen.plan.newkernel import kernel_paths
-    from mpsgen.tree import NATIVE_FUNCTIONS
-    from mpsgen.tree.aoti import C_SHIM_MPS
-
     header, metal, mm = kernel_paths(spec.file)
     said = {
         header: f"`{spec.params_struct}`, the sizes, strides and arguments the host passes the kernel",

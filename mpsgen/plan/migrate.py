@@ -11,6 +11,7 @@ The Metal side (functor, registrations, host kernel, xfail and OpInfo clean-up) 
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from mpsgen.patch.changeset import Changeset
@@ -23,12 +24,12 @@ from mpsgen.tree.op_facts import no_host_kernel_refusal, rows_of_op
 from mpsgen.spec.reduction import reduction_evidence
 from mpsgen.core.resources import resource_dir
 from mpsgen.spec.op import OpSpec
-from mpsgen.core.text import shorten
+from mpsgen.core.text import columns, shorten
 from mpsgen.tree import NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.host import host_file
 from mpsgen.tree.mm import MPSGraphImpl, mpsgraph_definitions, scan_mm
 from mpsgen.tree.resolver import StubResolver, host_kernel
-from mpsgen.tree.source import close_bracket
+from mpsgen.tree.source import close_bracket, match_close
 from mpsgen.tree.schema import guess_kind, shape_problem
 from mpsgen.tree.schema import schema_args as _args
 from mpsgen.tree.legacy import LegacyRow, legacy_rows
@@ -284,7 +285,7 @@ def plan_migrate(
             impls = [i for i in scan_mm(current).impls if i.kernel in kernels]
         changeset.add(src, remove_mpsgraph_impls(changeset, rel, current, impls, op_names))
     # rows whose MPS dispatch came or went (companions) may change the AOTI shim header
-    from mpsgen.plan.aoti import sync_c_shim
+    from mpsgen.plan.aoti import sync_c_shim  # (local: explain loads the AOTI shim's machinery only when a plan gets this far)
 
     sync_c_shim(changeset)
     return changeset
@@ -404,9 +405,6 @@ def _plan_selector_migration(tree: PytorchTree, spec: OpSpec) -> Changeset:
 def _shared_kernel_bodies(tree: PytorchTree, rows: list[NativeFunction]) -> dict[str, str]:
     """``path:line`` -> body of the CPU/CUDA kernel each row's MPS dispatch joins, where a
     .cpp of the tree defines it (what it checks itself need not move to the Metal path)."""
-    from mpsgen.tree.resolver import StubResolver
-    from mpsgen.tree.source import match_close
-
     out = {}
     resolver = StubResolver.of(tree)
     for e in rows:
@@ -522,10 +520,6 @@ def format_table(candidates: list[Candidate], width: int = 100) -> str:
     """Aligned columns within ``width``, one op a line (a name too long for its column on a
     line of its own), what an op needs on the line below it, then counts. The row names and
     tags are in ``--format json``."""
-    import textwrap
-
-    from mpsgen.core.text import columns
-
     header = ("OP", "KIND", "ROWS", "MPSGRAPH", "SPEC", "STATE")
     body = [
         (c.op, c.kind, str(len(c.rows)), _impl_text(c), "yes" if c.spec else "-", _state(c))

@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 
 from mpsgen.patch.changeset import Changeset
 from mpsgen.edits import add_include
-from mpsgen.edits.mm import NAMESPACE_END, add_shader_library, before_namespace_end
-from mpsgen.core.errors import BadInput, Refused
-from mpsgen.codegen.kernel import KernelSignature, kernel_signature, kernel_text, render, struct_text
-from mpsgen.spec.kernel import KernelSpec
+from mpsgen.edits.mm import COLUMN_LIMIT, NAMESPACE_END, add_shader_library, before_namespace_end, wrap_arguments
+from mpsgen.edits.params_header import add_struct
+from mpsgen.core.errors import BadInput, MpsgenError, Refused
+from mpsgen.codegen.kernel import KernelSignature, kernel_signature, kernel_text, struct_text
+from mpsgen.spec.kernel import FIXED_INPUT_TYPES, KernelSpec
+from mpsgen.spec.op import FunctorSource
+from mpsgen.core.render import render
 from mpsgen.core.resources import resource_dir
 from mpsgen.metal import TORCH_NAMES
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
-from mpsgen.tree.native_yaml import NativeFunction, read_native_functions
+from mpsgen.tree.native_yaml import NativeFunction, read_native_functions, scan_native_functions
+from mpsgen.tree.op_facts import formatted_name, opinfo_keys
 from mpsgen.tree.schema import output_count
 
 MPS_DIR = "aten/src/ATen/native/mps"
@@ -174,8 +179,6 @@ def host_checks(spec: KernelSpec, sig: KernelSignature) -> list[list[str]]:
     out = [[c.require, *c.message_parts()] for c in spec.checks]
     dtypes = ", ".join(spec.dtypes)
     out.append([_dtype_condition(spec, first), f'"{host}: unsupported dtype "', f"{first}.scalar_type()", f'" (the kernel has {dtypes})"'])
-    from mpsgen.spec.kernel import FIXED_INPUT_TYPES
-
     for t, fixed in sig.input_types:
         name = sig.schema_name(t)
         out.append([f"{name}.scalar_type() == {FIXED_INPUT_TYPES[fixed]}", f'"{host}: expected {name} to have dtype {FIXED_INPUT_TYPES[fixed][1:]}, got "', f"{name}.scalar_type()"])
@@ -196,8 +199,6 @@ def check_call(args: list[str], indent: int = 2) -> str:
     """``TORCH_CHECK(args);`` as clang-format lays it out in PyTorch's .mm files (120 columns):
     on one line, else one argument a line aligned after the bracket, a condition too long for
     its line broken after its ``||``/``&&`` and continued 4 columns further in."""
-    from mpsgen.edits.mm import COLUMN_LIMIT
-
     head = " " * indent + "TORCH_CHECK("
     one = head + ", ".join(args) + ");"
     if len(one) <= COLUMN_LIMIT:
@@ -225,8 +226,6 @@ def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
     """The kernel function (in ``namespace mps``) and the entry point: ``Tensor <op>_mps(...)``
     allocating its output, or a structured row's ``TORCH_IMPL_FUNC(<op>_out_mps)`` writing its
     out= tensor (through a contiguous temporary when it is strided)."""
-    from mpsgen.edits.mm import COLUMN_LIMIT, wrap_arguments
-
     first = sig.schema_name(next(t for t in sig.inputs if sig.metal_type(t) == "T"))
     output = sig.out or "output"
     fits = check_call([
@@ -258,8 +257,6 @@ def host_text(spec: KernelSpec, sig: KernelSignature) -> str:
             "kernel/entry.mm.j2", spec=spec, signature=signature, checks=checks, allocate=allocate, fits=fits,
             impl_arguments=", ".join(names),
         )
-    import textwrap
-
     said = f"{spec.name}: one thread per output element (kernel {spec.kernel} of {kernel_paths(spec.file)[1].rpartition('/')[2]})"
     comment = "\n".join("// " + ln for ln in textwrap.wrap(said, COLUMN_LIMIT - 3, break_long_words=False))
     pso = f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{spec.kernel}_{{}}", scalarToMetalTypeString(output)));'
@@ -361,7 +358,7 @@ def kernel_target(tree: PytorchTree, spec: KernelSpec) -> KernelSignature:
 
 
 def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
-    from mpsgen.shim.kernel_trial import check_kernel_body
+    from mpsgen.shim.kernel_trial import check_kernel_body  # (local: explain and coverage read kernel targets without try's machinery)
 
     yaml_src, table = read_native_functions(tree)
     sig = kernel_target(tree, spec)
@@ -388,8 +385,6 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
     if header is None:
         changeset.create(header_rel, render("kernel/new_header.h.j2", structs=struct).rstrip("\n") + "\n")
     else:
-        from mpsgen.edits.params_header import add_struct
-
         changeset.add(header, _include_common(add_struct(header.text, struct, spec.params_struct, header_rel)))
     if metal is None:
         changeset.create(metal_rel, render("kernel/new_metal.metal.j2", stem=spec.file, kernels=kernel).rstrip("\n") + "\n")
@@ -415,7 +410,7 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
     if metal is None:  # (a kernel joining an existing file needs nothing of the build)
         changeset.notes.append(cmake_note(tree))
     _edit_tests(tree, changeset, spec, table)
-    from mpsgen.plan.aoti import sync_c_shim
+    from mpsgen.plan.aoti import sync_c_shim  # (local: explain loads the AOTI shim's machinery only when a plan gets this far)
 
     sync_c_shim(changeset)
     return changeset
@@ -424,9 +419,7 @@ def plan_new_kernel(tree: PytorchTree, spec: KernelSpec) -> Changeset:
 def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table) -> None:
     """The test lists: the OpInfos of the op (or, for a backward op, of the ops whose derivative
     calls it) lose their missing-kernel xfails once every op their tests run is on MPS."""
-    from mpsgen.plan.testlists import edit_test_lists, next_steps
-    from mpsgen.tree.op_facts import formatted_name, opinfo_keys
-    from mpsgen.tree.native_yaml import scan_native_functions
+    from mpsgen.plan.testlists import edit_test_lists, next_steps  # (local: explain and coverage read kernel targets without the test-list edits)
 
     derivatives = tree.read_optional(DERIVATIVES)
     new_table = scan_native_functions(changeset.current_text(tree.read(NATIVE_FUNCTIONS)))
@@ -501,9 +494,6 @@ def _edit_tests(tree: PytorchTree, changeset: Changeset, spec: KernelSpec, table
 
 def not_a_kernel_op(tree: PytorchTree, op: str, table) -> str | None:
     """Why new-kernel could not write ``op``'s kernel (None: it could, given a spec)."""
-    from mpsgen.core.errors import MpsgenError
-    from mpsgen.spec.op import FunctorSource
-
     probe = KernelSpec(op, "X", op.lstrip("_") or op, FunctorSource(), inputs=None)
     try:
         kernel_signature(probe, choose_row(probe, table.of_op(op), tree.read(NATIVE_FUNCTIONS).text), NATIVE_FUNCTIONS, allocation=False)

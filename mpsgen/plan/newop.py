@@ -11,21 +11,26 @@ from mpsgen.codegen.functor import render_functor, variant_specs
 from mpsgen.edits import metal as metal_edit
 from mpsgen.edits import mm as mm_edit
 from mpsgen.edits import native_functions as yaml_edit
+from mpsgen.edits import params_header as params_header_edit
 from mpsgen.edits import add_include
 from mpsgen.core.errors import BadInput, Refused
-from mpsgen.codegen.params import dispatch_head, host_inits
+from mpsgen.codegen.params import dispatch_head, host_inits, param_type_of, params_from_schema, render_struct, stub_arguments, stub_mismatch
 from mpsgen.spec.registrations import alpha_scalar_type, covered_torch_dtypes, input_dtypes, plan_registrations
-from mpsgen.spec.op import OpSpec
+from mpsgen.spec.op import OpSpec, params_problems
 from mpsgen.tree import COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, OPERATIONS_DIR, PytorchTree
 from mpsgen.tree.dtypes import MPS_DTYPE_ORDER
 from mpsgen.tree.metal import scan_metal
+from mpsgen.tree.metal_headers import declaring_headers, functions_used, included_closure
+from mpsgen.tree.metal_headers import add_include as add_metal_include
 from mpsgen.tree.mm import scan_mm
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
 from mpsgen.plan.testlists import edit_test_lists, next_steps
 from mpsgen.tree.op_facts import OpInfoTargets, formatted_name, no_host_kernel_refusal, opinfo_keys, own_mps_rows, rows_of_op
-from mpsgen.tree.resolver import StubResolver, host_kernel
-from mpsgen.tree.schema import describe_inputs, shape_problem
+from mpsgen.tree.resolver import StubResolver, host_kernel, row_op
+from mpsgen.tree.schema import describe_inputs, schema_args, shape_problem
 from mpsgen.tree.source import python_syntax_problem
+from mpsgen.tree.stubs import stub_parameters
+from mpsgen.tree.xfails import complex_supported, read_xfail_entries
 
 @dataclass(frozen=True)
 class RowChoice:
@@ -97,17 +102,14 @@ def _params_header_of(metal_text: str, metal_rel: str) -> str:
 def _add_params_struct(tree: PytorchTree, spec: OpSpec, metal_rel: str, metal_text: str, changeset: Changeset) -> str:
     """Put the params struct in the header the .metal file shares with its .mm (creating it
     when there is none); returns the header's tree path."""
-    from mpsgen.edits import params_header
-    from mpsgen.codegen.params import render_struct
-
     rel = _params_header_of(metal_text, metal_rel)
     struct = render_struct(spec)
     source = tree.read_optional(rel)
     if source is None:
-        changeset.create(rel, params_header.new_header(struct))
+        changeset.create(rel, params_header_edit.new_header(struct))
         changeset.notes.append(f"{rel}: new header with {spec.params_struct}, shared by {metal_rel} and its host code")
     else:
-        new = params_header.add_struct(changeset.current_text(source), struct, spec.params_struct, rel)
+        new = params_header_edit.add_struct(changeset.current_text(source), struct, spec.params_struct, rel)
         if new != source.text:
             changeset.add(source, new)
             changeset.notes.append(f"{rel}: {spec.params_struct}")
@@ -118,8 +120,6 @@ def _refuse_other_iterator(spec: OpSpec, rows: list[NativeFunction], resolver: S
     """A structured row's meta function builds the iterator its stub runs on: a kernel of
     another arity would read inputs that are not there, or miss one (threshold's is (self,
     self), though its schema has one tensor)."""
-    from mpsgen.tree.resolver import row_op
-
     for e in rows:
         if not e.structured:
             continue
@@ -137,9 +137,6 @@ def _refuse_stub_mismatch(tree: PytorchTree, spec: OpSpec, stub: str, resolver: 
     """The host function mpsgen writes for a plain or alpha kind takes the iterator (and one
     Scalar): refuse a stub whose function type takes other arguments, which REGISTER_DISPATCH
     would not compile with (addcmul_stub's Scalar `value` for a ternary kernel)."""
-    from mpsgen.codegen.params import param_type_of
-    from mpsgen.tree.stubs import stub_parameters
-
     found = stub_parameters(tree, stub, resolver.stubs)
     if found is None:
         return
@@ -177,10 +174,6 @@ def _params_of(tree: PytorchTree, spec: OpSpec, stub: str, rows: list[NativeFunc
     """(spec with its params, the host side): the params from the spec or, when it gives
     none, from the op's schema; checked against the stub's function type and the tree's
     shader library, which must have exec_*_kernel_with_params."""
-    from mpsgen.codegen.params import params_from_schema, stub_arguments, stub_mismatch
-    from mpsgen.tree.schema import schema_args
-    from mpsgen.tree.stubs import stub_parameters
-
     found = stub_parameters(tree, stub, resolver.stubs)
     if found is None:
         raise Refused(
@@ -191,8 +184,6 @@ def _params_of(tree: PytorchTree, spec: OpSpec, stub: str, rows: list[NativeFunc
     parameters, where = found
     if not spec.params and rows:
         spec = replace(spec, params=params_from_schema([a for a in schema_args(rows[0].func) if a[0] != "Tensor"]))
-    from mpsgen.spec.op import params_problems
-
     if problems := params_problems(spec.kind, spec.params):
         raise Refused(f"the params of {spec.name} read from its schema do not fit: {' '.join(problems)}",
                       hint="Give them in the spec's `params:` (name: type, in the stub's order).")
@@ -212,8 +203,6 @@ def _params_of(tree: PytorchTree, spec: OpSpec, stub: str, rows: list[NativeFunc
 
 def _check_selector_shapes(spec: OpSpec, rows: list[NativeFunction]) -> None:
     """A selector op's rows take the kind's tensors and the selector's string argument."""
-    from mpsgen.tree.schema import schema_args
-
     for e in rows:
         args = schema_args(e.func)
         tensors = [n for t, n in args if t == "Tensor"]
@@ -331,8 +320,6 @@ def real_dtypes_lost(
     cannot be told (no OpInfo dtypes, or an entry xfailing every dtype)."""
     if not targets.dtypes:
         return []
-    from mpsgen.tree.xfails import read_xfail_entries
-
     served = set(targets.dtypes) & _MPS_REAL
     for e in read_xfail_entries(common_text):
         if e.key in targets.keys:
@@ -352,8 +339,6 @@ def _refuse_dtype_loss(
 ) -> None:
     """A migration must not drop what MPS serves today: refuse (or, when allowed, warn) for
     real dtypes the MPSGraph kernel serves and complex support common_mps.py records."""
-    from mpsgen.tree.xfails import complex_supported
-
     losses: list[tuple[str, str]] = []  # (what is lost, how to keep it)
     lost_real = real_dtypes_lost(spec, targets, common_text, checks, floats_only)
     if lost_real:
@@ -379,8 +364,6 @@ def _refuse_dtype_loss(
 def _add_needed_includes(tree: PytorchTree, metal_rel: str, text: str, functor: str, changeset: Changeset) -> str:
     """Include the c10/metal header declaring each ``c10::metal::`` function the functor
     calls, unless the file already sees it; a function no header declares is a blocker."""
-    from mpsgen.tree.metal_headers import add_include, declaring_headers, functions_used, included_closure
-
     names = functions_used(functor)
     if not names:
         return text
@@ -392,7 +375,7 @@ def _add_needed_includes(tree: PytorchTree, metal_rel: str, text: str, functor: 
                 f"{metal_rel} would not compile."
             )
         elif not seen.intersection(headers):
-            text = add_include(text, headers[0])
+            text = add_metal_include(text, headers[0])
             seen |= included_closure(tree, f"#include <{headers[0]}>")
             changeset.notes.append(f"{metal_rel}: #include <{headers[0]}> for c10::metal::{name}")
     return text
@@ -445,7 +428,7 @@ def _plan_metal_kernel(
     functor_exists = kspec.name in metal.functors
     functor_text = None if functor_exists else render_functor(kspec)
     if functor_text and not kspec.functor.is_scaffold:  # compiled before anything is written
-        from mpsgen.shim.gate import NO_COMPILER, check_functor
+        from mpsgen.shim.gate import NO_COMPILER, check_functor  # (local: explain loads the compile gate only when a plan compiles)
 
         gate = check_functor(kspec, functor_text, input_dtypes(kspec))
         changeset.blockers.extend(gate.problems)
@@ -661,7 +644,7 @@ def plan_new_op(
     tested = sorted(targets.test_names[k] for k in targets.found) if targets.found else [formatted_name(spec.name, "")]
     changeset.next_steps = next_steps(unxfailed, tested)
     if yaml_mode == "add":  # a migration's yaml is edited by its caller, which does this after
-        from mpsgen.plan.aoti import sync_c_shim
+        from mpsgen.plan.aoti import sync_c_shim  # (local: explain loads the AOTI shim's machinery only when a plan gets this far)
 
         sync_c_shim(changeset)
     return changeset

@@ -25,6 +25,7 @@ from mpsgen.edits.mm import NAMESPACE_END, add_shader_library, before_namespace_
 from mpsgen.edits import native_functions as yaml_edit
 from mpsgen.edits.params_header import add_struct, new_header
 from mpsgen.core.errors import Refused
+from mpsgen.core.render import render
 from mpsgen.plan.migrate import find_impls, mm_files, remove_mpsgraph_impls
 from mpsgen.plan.newkernel import append_kernel_to_metal, cmake_note, library_block
 from mpsgen.tree.op_facts import rows_of_op
@@ -96,8 +97,6 @@ def metal_parts(tree: PytorchTree, cut: ReductionSpec) -> tuple[str, str]:
 
 def new_metal_text(stem: str, kernel: str) -> str:
     """``kernels/<stem>.metal`` as the change creates it around ``kernel``."""
-    from mpsgen.core.render import render
-
     body = render("kernel/new_metal.metal.j2", stem=stem, kernels=kernel).rstrip("\n") + "\n"
     return add_include(body, "c10/metal/reduction_utils.h")
 

@@ -13,7 +13,8 @@ from mpsgen.edits import opinfo as opinfo_edit
 from mpsgen.patch.changeset import Changeset
 from mpsgen.tree import COMMON_MPS, PytorchTree
 from mpsgen.tree.op_facts import OpInfoTargets
-from mpsgen.tree.xfails import unedited_mentions
+from mpsgen.tree.opinfo import mps_decorators
+from mpsgen.tree.xfails import read_xfail_entries, unedited_mentions
 from mpsgen.tree.source import line_of, line_starts
 
 
@@ -78,8 +79,6 @@ def decorated_tests(
     """(class, test, OpInfo test name, "") of the MPS decorators in ``spans`` of ``text`` that
     the edit removed (all but those starting on ``kept_lines``); ``names``: the test name of
     the OpInfo each span starts (by the offset of its "(")."""
-    from mpsgen.tree.opinfo import mps_decorators
-
     found = set()
     starts = line_starts(text)
     for start, end in spans:
@@ -96,8 +95,6 @@ def consistency_unxfailed(before: str, after: str, targets: OpInfoTargets, compl
     lists decorate test_mps.py's TestConsistency.test_output_match, for every dtype of an entry
     of None, else for the dtypes listed; a key joining SUPPORTED_COMPLEX_OPS un-xfails complex64.
     (class, test, OpInfo test name, dtype or "") each, the dtype as tests name it (float16)."""
-    from mpsgen.tree.xfails import read_xfail_entries
-
     old = {(x.dict_name, x.key): x.dtypes for x in read_xfail_entries(before)}
     new = {(x.dict_name, x.key): x.dtypes for x in read_xfail_entries(after)}
     out = set()

@@ -17,7 +17,11 @@ from pathlib import Path
 
 from mpsgen.core import child
 from mpsgen.core.errors import MpsgenError
+from mpsgen.shim.toolchain import COMPILERS, compiler, install_compiler_command
+from mpsgen.shim.trial import install_torch_command
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, DEFAULT_METAL, DEFAULT_MM, INDEXING_HEADER, NATIVE_FUNCTIONS, PytorchTree
+from mpsgen.tree.native_yaml import native_yaml_problem
+from mpsgen.tree.source import python_syntax_problem
 
 OK, WARN, FAIL, INFO = "ok", "warn", "FAIL", "info"
 
@@ -55,9 +59,6 @@ def run_doctor(root: str | Path | None, system: str | None = None) -> list[Check
 
 
 def _files(tree: PytorchTree) -> list[Check]:
-    from mpsgen.tree.native_yaml import native_yaml_problem
-    from mpsgen.tree.source import python_syntax_problem
-
     out = []
     wanted = [NATIVE_FUNCTIONS, COMMON_MPS, COMMON_METHODS, INDEXING_HEADER, *dict.fromkeys(DEFAULT_METAL.values()), *dict.fromkeys(DEFAULT_MM.values())]
     for rel in wanted:
@@ -131,9 +132,6 @@ def _tools(tree: PytorchTree | None, system: str) -> list[Check]:
 def _try_needs(system: str) -> list[Check]:
     """What ``mpsgen try`` needs besides mpsgen: a C++17 compiler and torch in this Python
     (found, not imported: importing torch takes seconds)."""
-    from mpsgen.shim.toolchain import COMPILERS, compiler, install_compiler_command
-    from mpsgen.shim.trial import install_torch_command
-
     out = []
     cxx = compiler()
     fix = install_compiler_command(system)

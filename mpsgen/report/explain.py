@@ -18,24 +18,30 @@ A row's MPS status:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from html import escape
 from typing import TYPE_CHECKING
 
-from mpsgen.core.errors import Refused
+from mpsgen.core.errors import MpsgenError, Refused
 from mpsgen.core.resources import resource_dir
 from mpsgen.core.text import columns, shorten
+from mpsgen.spec.op import FunctorSource, OpSpec, load_spec
 from mpsgen.tree import COMMON_MPS, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.facts import Facts, mps_only, op_of, shared
 from mpsgen.tree.index import Index
-from mpsgen.tree.native_yaml import NativeFunction, scanned_native_functions
+from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions, scanned_native_functions
+from mpsgen.tree.op_facts import kind_and_dtypes_from_tree, opinfo_keys, schema_rows
 from mpsgen.tree.opinfo import mps_decorators
+from mpsgen.tree.resolver import StubResolver
+from mpsgen.tree.schema import shape_problem
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
+from mpsgen.tree.xfails import read_xfail_entries, unedited_mentions
 
 if TYPE_CHECKING:
     from mpsgen.plan.migrate import Candidate
-    from mpsgen.spec.op import OpSpec
 
 STATUSES = ("metal", "mps-kernel", "composite", "missing", "stub-unregistered", "other")
 _HOST_KEYS = frozenset({"CPU", "CUDA"})
@@ -159,8 +165,6 @@ def explain_op(tree: PytorchTree, op: str, tf: TreeFacts | None = None) -> OpRep
     assert f is not None
     entries = [e for e in tf.rows if op_of(e) == op]
     if not entries:
-        import difflib
-
         ops = sorted({op_of(e) for e in tf.rows})
         near = difflib.get_close_matches(op, ops, n=3) + sorted((o for o in ops if op in o), key=len)[:5]
         hint = f"Did you mean {', '.join(dict.fromkeys(near))}?" if near else "Check the op's aten name (the part before '(' in `- func:`)."
@@ -202,14 +206,10 @@ _XFAILS = "explain: xfail entries"  # in PytorchTree.memo
 
 def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) -> tuple[list[str], list[str]]:
     """The common_mps.py xfail/skip entries and OpInfo MPS decorators naming the op."""
-    from mpsgen.tree.op_facts import opinfo_keys
-    from mpsgen.tree.native_yaml import NativeFunctions
-    from mpsgen.tree.xfails import read_xfail_entries, unedited_mentions
-
     extra: set[str] = set()
     kernel_spec = resource_dir("specs") / "kernels" / f"{op}.yaml"
     if kernel_spec.is_file():  # the OpInfos a shipped kernel spec names (nn.functional.pdist for _pdist_forward)
-        from mpsgen.spec.kernel import load_kernel_spec
+        from mpsgen.spec.kernel import load_kernel_spec  # (local: explain of an op with nothing to plan loads no yaml)
 
         extra = set(load_kernel_spec(kernel_spec).opinfo)
     targets = opinfo_keys(tree, op, NativeFunctions(tuple(rows)), extra=extra)
@@ -236,8 +236,6 @@ def _tests_holding_back(tree: PytorchTree, op: str, rows: list[NativeFunction]) 
 
 
 def _with_next_step(tree: PytorchTree, report: OpReport) -> OpReport:
-    from dataclasses import replace
-
     op = report.op
     status = report.status
     command = None
@@ -273,13 +271,11 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
     """The next step of an op mpsgen ships a kernel spec for: new-kernel when the tree can take
     it (its row, schema and helpers checked, as new-kernel checks them first), else why not; or,
     once its host function is in the spec's file, that it runs on its own kernel."""
-    from mpsgen.core.errors import MpsgenError
-
     path = resource_dir("specs") / "kernels" / f"{report.op}.yaml"
     if not path.is_file():
         return _custom_kernel_step(tree, report)
-    from mpsgen.spec.kernel import load_kernel_spec
-    from mpsgen.plan.newkernel import helper_problems, kernel_paths, kernel_target
+    from mpsgen.spec.kernel import load_kernel_spec  # (local: explain of an op with nothing to plan loads no yaml)
+    from mpsgen.plan.newkernel import helper_problems, kernel_paths, kernel_target  # (local: explain of an op with nothing to plan loads no planner)
 
     spec = load_kernel_spec(path, display=f"specs/kernels/{report.op}.yaml")
     mm = kernel_paths(spec.file)[2]
@@ -303,8 +299,7 @@ def _kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] 
 def _reduction_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | None] | None:
     """The next step of an op that reduces (no row of it tagged pointwise; a row runs a
     reduction stub, is tagged `reduction` or takes `reduction`/`keepdim`) and its command, or None."""
-    from mpsgen.spec.reduction import reduction_evidence, shipped_reduction_spec
-    from mpsgen.tree.native_yaml import read_native_functions
+    from mpsgen.spec.reduction import reduction_evidence, shipped_reduction_spec  # (local: explain of an op with nothing to plan loads no yaml)
 
     rows = {e.name: e for e in read_native_functions(tree)[1].of_op(report.op)}
     if any("pointwise" in e.tags for e in rows.values()):
@@ -337,8 +332,8 @@ def _reduction_step(tree: PytorchTree, report: OpReport) -> tuple[str, str | Non
 
 def _reduction_migration_step(tree: PytorchTree, op: str, path, shown: str, why: str) -> tuple[str, str | None]:
     """Plan the migration of a reduction: ready, ready at a loss of dtypes, or why not."""
-    from mpsgen.spec.reduction import load_reduction_spec
-    from mpsgen.plan.reduction import plan_reduction_migration
+    from mpsgen.spec.reduction import load_reduction_spec  # (local: explain of an op with nothing to plan loads no yaml)
+    from mpsgen.plan.reduction import plan_reduction_migration  # (local: explain of an op with nothing to plan loads no planner)
 
     spec = load_reduction_spec(path, display=shown)
     base = f"mpsgen migrate-from-mpsgraph {op}"
@@ -365,8 +360,7 @@ def _reduction_migration_step(tree: PytorchTree, op: str, path, shown: str, why:
 
 def _custom_kernel_fits(tree: PytorchTree, op: str) -> bool:
     """Whether new-kernel could write ``op``'s kernel, given a spec."""
-    from mpsgen.plan.newkernel import not_a_kernel_op
-    from mpsgen.tree.native_yaml import read_native_functions
+    from mpsgen.plan.newkernel import not_a_kernel_op  # (local: explain of an op with nothing to plan loads no planner)
 
     return not_a_kernel_op(tree, op, read_native_functions(tree)[1]) is None
 
@@ -431,9 +425,6 @@ def _custom_kernel_step(tree: PytorchTree, report: OpReport) -> tuple[str, str |
 def bare_spec(tree: PytorchTree, op: str, migrate: bool) -> OpSpec:
     """The spec ``mpsgen new-op OP`` / ``migrate-from-mpsgraph OP`` runs with no flags: the
     shipped spec, else the kind from the rows' schemas, the dtypes from the OpInfo and no functor."""
-    from mpsgen.tree.op_facts import kind_and_dtypes_from_tree
-    from mpsgen.spec.op import FunctorSource, OpSpec, load_spec
-
     shipped = resource_dir("specs") / f"{op}.yaml"
     if shipped.is_file():
         return load_spec(shipped, display=f"specs/{op}.yaml")
@@ -445,11 +436,8 @@ def planned_step(tree: PytorchTree, op: str, migrate: bool) -> tuple[str, str | 
     """(the next step, the command in it): the command is planned as it would run, so it is only
     named when it goes through (a functor still to be given aside, which it announces);
     otherwise the step says why mpsgen cannot do the op."""
-    from dataclasses import replace
-
-    from mpsgen.core.errors import MpsgenError
-    from mpsgen.plan.migrate import plan_migrate
-    from mpsgen.plan.newop import plan_new_op
+    from mpsgen.plan.migrate import plan_migrate  # (local: explain of an op with nothing to plan loads no planner)
+    from mpsgen.plan.newop import plan_new_op  # (local: explain of an op with nothing to plan loads no planner)
 
     verb = "migrate" if migrate else "add"
     args = ["mpsgen", "migrate-from-mpsgraph" if migrate else "new-op", op]
@@ -496,11 +484,6 @@ SCAFFOLD_BLOCKER = "no functor source for "  # newop.plan_new_op's blocker for a
 def _guessed_stub(tree: PytorchTree, spec: OpSpec, migrate: bool) -> tuple[str, str] | None:
     """(stub, kernel) when the rows the command serves run a stub chosen by its name alone
     (no .cpp of the tree defines their kernel): the command must name it with --stub."""
-    from mpsgen.tree.op_facts import schema_rows
-    from mpsgen.tree.native_yaml import read_native_functions
-    from mpsgen.tree.resolver import StubResolver
-    from mpsgen.tree.schema import shape_problem
-
     _src, table = read_native_functions(tree)
     rows = [e for e in schema_rows(table, spec.name, migrate) if shape_problem(e.func, spec.kind, spec.operands) is None]
     resolver = StubResolver.of(tree)
@@ -538,7 +521,7 @@ class Coverage:
 def migration_candidates(tree: PytorchTree) -> list[Candidate]:
     """``migrate.list_candidates``, each elementwise one that could move planned as its bare
     command would run (its blocker says why "ready" is not the word, or what command to run)."""
-    from mpsgen.plan.migrate import list_candidates
+    from mpsgen.plan.migrate import list_candidates  # (local: explain of an op with nothing to plan loads no planner)
 
     out = list_candidates(tree)
     for c in out:
@@ -591,12 +574,6 @@ def addable_ops(tree: PytorchTree, c: Coverage) -> Coverage:
     (with the spec mpsgen ships, if any) plans through, each with its kind, spec, command and
     what it still needs (``--stub``, a functor). Only ops with a shipped spec or a kind their
     rows' schemas say (new-op's own rule) are planned; shipped specs come first."""
-    from dataclasses import replace
-
-    from mpsgen.core.errors import MpsgenError
-    from mpsgen.tree.op_facts import kind_and_dtypes_from_tree
-    from mpsgen.spec.op import load_spec
-
     specs = resource_dir("specs")
     found = []
     for op, status in sorted(c.ops.items()):
@@ -739,8 +716,6 @@ def coverage_table(c: Coverage, markdown: bool = False, *, width: int = 80, limi
 def coverage_html(c: Coverage) -> str:
     """One self-contained page (no network): counts with a legend, a bar chart, the missing
     ops new-op can add, and a sortable table of every op, both filtered by a search box."""
-    from html import escape
-
     counts = c.counts
     total = max(len(c.ops), 1)
     colors = {"metal": "#2e7d32", "mps-kernel": "#f9a825", "composite": "#90a4ae", "missing": "#c62828", "stub-unregistered": "#6a1b9a", "other": "#5d4037"}

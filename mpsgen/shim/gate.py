@@ -14,14 +14,18 @@ Metal-language checks still run and the gate says, once, that it compiled nothin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from mpsgen.codegen.functor import render_functor, variant_specs
 from mpsgen.core.errors import Location
+from mpsgen.core.resources import resource_dir
 from mpsgen.metal import NOT_METAL
 from mpsgen.spec.op import FunctorSource, OpSpec
+from mpsgen.spec.registrations import input_dtypes
 from mpsgen.shim.diagnostics import compiler_errors, last_said
 from mpsgen.shim.toolchain import install_compiler_command, refuse_too_large, syntax_only_compile
 from mpsgen.shim.toolchain import compiler as find_compiler
+from mpsgen.shim.trial import driver_source
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
 
@@ -113,9 +117,6 @@ def _recursion(functor: FunctorSource, text: str, masked: str) -> list[str]:
 def check_functor(spec: OpSpec, text: str, pairs: list[tuple[str, str]]) -> GateResult:
     """Compile the rendered functor ``text`` of ``spec`` for each registered (input, output)
     Metal type pair, as the kernels call it; every problem located at the functor's source."""
-    from mpsgen.core.resources import resource_dir
-    from mpsgen.shim.trial import driver_source
-
     refuse_too_large(spec.functor.expr or spec.functor.body or text, spec.functor.origin, "functor")
     problems = metal_problems(spec.functor, text)
     cxx = find_compiler()
@@ -174,13 +175,6 @@ def _located_error(spec: OpSpec, text: str, stderr: str, source: str, first: int
 def gate_spec(spec: OpSpec) -> GateResult:
     """The gate for a spec on its own (``spec validate``): its functor as new-op would write it,
     for every pair its dtype groups register. A spec without a functor has nothing to compile."""
-    from dataclasses import replace
-
-    from mpsgen.codegen.functor import render_functor
-    from mpsgen.spec.registrations import input_dtypes
-
-    from mpsgen.codegen.functor import variant_specs
-
     if not spec.has_functor:
         return GateResult([], find_compiler())
     kspec = spec if spec.kernel == spec.name else replace(spec, name=spec.kernel)

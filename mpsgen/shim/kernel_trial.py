@@ -29,6 +29,7 @@ from mpsgen.shim.diagnostics import compiler_errors, first_inside, last_said
 from mpsgen.shim.toolchain import build_program, compiler, refuse_too_large, syntax_only_compile
 from mpsgen.shim.trial import TIME_LIMIT, closing_lines, failure_lines, import_torch, missing_requirements
 from mpsgen.core.resources import resource_dir
+from mpsgen.tree.native_yaml import NativeFunction
 
 _STORAGE = {"float": "float", "half": "uint16_t", "bfloat": "uint16_t"}
 
@@ -225,8 +226,6 @@ def _host_accepts(torch, spec: KernelSpec, env: dict) -> bool | None:
 
 def torch_signature(torch, spec: KernelSpec):
     """The kernel's signature from the schema of torch's own op (``try`` needs no checkout)."""
-    from mpsgen.tree.native_yaml import NativeFunction
-
     packet = getattr(torch.ops.aten, spec.name, None)
     if packet is None:
         raise Refused(f"torch {torch.__version__} has no aten op {spec.name}; `mpsgen try` compares with torch's CPU op.")

@@ -14,6 +14,8 @@ shared CPU path fills it and never calls the stub).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import marshal
 import math
 import os
 import re
@@ -24,6 +26,7 @@ import warnings
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from mpsgen.core import child
@@ -75,8 +78,6 @@ class ReductionTrial:
 def installed_header(torch=None) -> Path:
     """The installed torch's ``c10/metal/reduction_utils.h`` (try's tree of the day), found
     without importing torch (``torch``, when given, is only where it is)."""
-    import importlib.util
-
     if torch is not None:
         folder = Path(torch.__file__).parent
     else:
@@ -388,11 +389,9 @@ PLAN_VERSION = 1  # (a change to how cases are made or stored changes it)
 
 def _torch_version() -> str | None:
     """The installed torch's version, without importing it (None: not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("torch")
-    except PackageNotFoundError:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
         return None
 
 
@@ -401,8 +400,6 @@ def _cases(spec: ReductionSpec, shapes, pairs, seed: int, version: str):
     the output's torch dtype name, the program's input, the cases: (what, expected outputs,
     where each output is read from, reduced extent, None or take_sqrt for a complex input's
     parts)); made with torch once, then read from try's cache."""
-    import marshal
-
     calls = tuple((c.call, sorted(c.kwargs.items()), sorted(c.params.items()), c.dims) for c in spec.try_calls)
     ident = repr((PLAN_VERSION, sys.version_info[:2], version, spec.dtypes, calls, [(p.name, p.type) for p in spec.params],
                   len(spec.outputs), spec.empty, spec.complex, shapes, sorted(pairs) if pairs is not None else None, seed))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from mpsgen.codegen.functor import render_functor, variant_specs
+from mpsgen.codegen.params import bool_fields, render_struct, value_fields
 from mpsgen.core import child
 from mpsgen.core.errors import BadInput, MpsgenError, Refused
 from mpsgen.spec.registrations import input_dtypes
@@ -96,7 +98,7 @@ def import_torch() -> ModuleType | None:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-            import torch
+            import torch  # (local: torch is optional and slow to load; only try needs it)
     except (ImportError, OSError):
         return None
     return torch
@@ -141,8 +143,6 @@ def scalar_keyword(op, spec: OpSpec) -> str:
 
 def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int, int]:
     """The C++ program, and the first and last line of the functor in it."""
-    from mpsgen.codegen.functor import render_functor
-
     functor = render_functor(spec)
     head = (
         '#include "metal_shim.h"\n#include <cstdio>\n#include <cstdlib>\n#include <vector>\nusing namespace metal;\nusing namespace c10::metal;\n'
@@ -151,8 +151,6 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
         "inline mpsgen_half2_bits mpsgen_half2_store(half2 v) { return {v.x.bits, v.y.bits}; }\n\n"
     )
     if spec.has_params:  # the struct the kernel file's header gives it, before the functor
-        from mpsgen.codegen.params import render_struct
-
         head += render_struct(spec) + "\n\n"
     first = head.count("\n") + 1
     last = first + functor.count("\n")
@@ -206,8 +204,6 @@ def driver_source(spec: OpSpec, pairs: list[tuple[str, str]]) -> tuple[str, int,
 def params_value(spec: OpSpec, m_in: str) -> str:
     """The params struct of input type ``m_in`` built from the driver's ``pv`` values (one
     per struct field, in field order: see :func:`params_arguments`)."""
-    from mpsgen.codegen.params import bool_fields, value_fields
-
     n_values = len(value_fields(spec))
     # in the input's C++ type (int8_t for Metal's char: the type the functor is called with)
     opmath = f"c10::metal::opmath_t<{CXX_TYPE.get(m_in, m_in)}>"
@@ -347,8 +343,6 @@ def run_trial(
     with torch's CPU op (``cpu_op``, default the spec's op, given ``cpu_kwargs`` too). A
     selector spec runs each case's kernel against the op given that case's string."""
     if spec.selector is not None:
-        from mpsgen.codegen.functor import variant_specs
-
         results, cached, cxx = [], True, ""
         for case, variant in zip(spec.selector.cases, variant_specs(spec)):
             got = run_trial(variant, dtypes=dtypes, samples=samples, cpu_op=spec.name,

@@ -11,8 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpsgen.codegen.reduction import kernel_source, read_helpers
 from mpsgen.core.errors import MpsgenError
 from mpsgen.shim.gate import NO_COMPILER, gate_spec
+from mpsgen.shim.kernel_trial import check_kernel_body, torch_signature
+from mpsgen.shim.reduction_trial import build, installed_header
+from mpsgen.shim.toolchain import compiler
+from mpsgen.shim.trial import import_torch
 from mpsgen.spec.load import file_kind, parse, shipped_spec_path
 
 
@@ -46,9 +51,6 @@ def check_spec_file(path: Path) -> SpecCheck:
 def _kernel_check(path: Path) -> SpecCheck:
     """A kernel spec's problems: its keys, and its body compiled against mpsgen's Metal model
     with the op's schema as torch gives it (new-kernel compiles it with the tree's)."""
-    from mpsgen.shim.kernel_trial import check_kernel_body, torch_signature
-    from mpsgen.shim.trial import import_torch
-
     spec, problems = parse(path, display=str(path))
     if problems:
         return SpecCheck([f"{loc}: {msg}" for loc, msg in problems])
@@ -66,11 +68,6 @@ def _kernel_check(path: Path) -> SpecCheck:
 def _reduction_check(path: Path) -> SpecCheck:
     """A reduction spec's problems: its keys, and its kernel written against the installed
     torch's c10/metal/reduction_utils.h and compiled against mpsgen's Metal model."""
-    from mpsgen.codegen.reduction import kernel_source, read_helpers
-    from mpsgen.shim.reduction_trial import build, installed_header
-    from mpsgen.shim.toolchain import compiler
-    from mpsgen.shim.trial import import_torch
-
     spec, problems = parse(path, display=str(path))
     if problems:
         return SpecCheck([f"{loc}: {msg}" for loc, msg in problems])

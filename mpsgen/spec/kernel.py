@@ -27,13 +27,17 @@ Loading reports every problem as ``file:line:col``; a loaded :class:`KernelSpec`
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from mpsgen.core.errors import Location
 from mpsgen.metal import NOT_METAL
-from mpsgen.spec.op import FunctorSource, node_location, scalar_value, scalar_text_start, check_name, load_spec_file
+from mpsgen.spec.op import FunctorSource, node_location, scalar_value, scalar_text_start, check_name, load_spec_file, field_string, spec_fields, spec_mapping
+from mpsgen.tree.source import mask_c_comments_and_strings
 
 KERNEL_KIND = "kernel"
 KERNEL_SPEC_KEYS = (
@@ -122,8 +126,6 @@ def load_kernel_spec(path: Path | str, *, display: str | None = None) -> KernelS
 
 
 def _identifiers(node, shown: str, key: str, problems: list, words: bool = False) -> tuple[str, ...]:
-    import yaml
-
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         problems.append((node_location(shown, node), f"'{key}' must be a non-empty list."))
         return ()
@@ -157,8 +159,6 @@ def host_expr_problem(expr: str) -> str | None:
 def body_problem(body: str) -> tuple[int, str] | None:
     """(line of the body, why) for what Metal cannot compile in a kernel body, found without a
     compiler (the gate compiles it), or None."""
-    from mpsgen.tree.source import mask_c_comments_and_strings
-
     def line_of(at: int) -> int:
         return body.count("\n", 0, at) + 1
 
@@ -180,10 +180,6 @@ def body_problem(body: str) -> tuple[int, str] | None:
 
 
 def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, list[tuple[Location, str]]]:
-    import yaml
-
-    from mpsgen.spec.op import field_string, spec_fields, spec_mapping
-
     root, refused = spec_mapping(text, shown, "a kernel spec is a YAML mapping with at least 'name', 'kind: kernel', 'file' and 'body'.")
     if root is None:
         return None, refused
@@ -332,8 +328,6 @@ def parse_kernel_spec_text(text: str, shown: str) -> tuple[KernelSpec | None, li
 
 def _derived_input(node) -> tuple[str, tuple, int | None] | None:
     """{op, args, output?}: args are argument names, numbers or lists of numbers."""
-    import yaml
-
     got = {scalar_value(a): b for a, b in node.value} if isinstance(node, yaml.MappingNode) else {}
     op = scalar_value(got["op"]) if "op" in got else None
     if not set(got) <= {"op", "args", "output"} or not op or check_name(op, "op") or not isinstance(got.get("args"), yaml.SequenceNode):
@@ -368,8 +362,6 @@ def _derived_input(node) -> tuple[str, tuple, int | None] | None:
 
 
 def _shapes(node) -> dict[str, tuple[int, ...]] | None:
-    import yaml
-
     if not isinstance(node, yaml.MappingNode):
         return None
     out = {}
@@ -385,10 +377,6 @@ def _shapes(node) -> dict[str, tuple[int, ...]] | None:
 
 
 def _values(node) -> dict | None:
-    import math
-
-    import yaml
-
     if not isinstance(node, yaml.MappingNode):
         return None
     out: dict = {}

@@ -6,6 +6,7 @@ Loading reports every problem with ``file:line:col``; a loaded ``OpSpec`` is val
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -402,8 +403,6 @@ def scalar_text_start(node: yaml.Node, text: str) -> tuple[int, int]:
 
 def _number(text: str | None) -> float | None:
     """A finite YAML number (``-1``, ``0.25``, ``1e-6``), else None."""
-    import math
-
     try:
         value = float(text) if text is not None else None
     except ValueError:
@@ -419,14 +418,14 @@ def _bound(text: str | None) -> float | None:
 
 
 def scalar_value(node: yaml.Node) -> str | None:
-    import yaml
+    import yaml  # (local: explain loads yaml only when it plans)
 
     return node.value if isinstance(node, yaml.ScalarNode) else None
 
 
 def _parse_selector(node, shown: str, problems: list) -> Selector | None:
     """``selector: {argument, parse, type, cases: [{value, enumerator, kernel}, ...]}``."""
-    import yaml
+    import yaml  # (local: explain loads yaml only when it plans)
 
     if not isinstance(node, yaml.MappingNode):
         problems.append((node_location(shown, node), "'selector' maps argument, parse, type and cases."))
@@ -503,7 +502,7 @@ _NOT_PLAIN_ASCII = re.compile(r"[^\n\x20-\x7e]")
 
 def _compose_or_problem(text: str, shown: str):
     """The YAML node tree of ``text`` by the pure-Python loader, or the problems that make it no spec."""
-    import yaml
+    import yaml  # (local: explain loads yaml only when it plans)
 
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
@@ -526,7 +525,7 @@ def compose(text: str, shown: str):
     ~20x faster (coverage reads a dozen specs), for a text of printable ASCII lines; the
     pure-Python loader words what it refuses, as it always has, and reads any other text (it
     refuses tabs, stray BOMs and other characters libyaml takes)."""
-    import yaml
+    import yaml  # (local: explain loads yaml only when it plans)
 
     fast = getattr(yaml, "CSafeLoader", None)
     try:
@@ -540,7 +539,7 @@ def compose(text: str, shown: str):
 def spec_mapping(text: str, shown: str, not_a_mapping: str):
     """(the spec's top-level mapping node, []), or (None, the problems): YAML that does not
     parse, or a document that is no mapping (``not_a_mapping`` says what a spec is)."""
-    import yaml
+    import yaml  # (local: explain loads yaml only when it plans)
 
     root = compose(text, shown)
     if isinstance(root, list):
@@ -578,7 +577,7 @@ def field_string(fields: dict, key: str, shown: str, problems: list) -> str | No
 
 
 def parse_spec_text(text: str, shown: str) -> tuple[OpSpec | None, list[tuple[Location, str]]]:
-    import yaml  # here, not at module level: the CLI starts without it
+    import yaml  # (local: explain loads yaml only when it plans)
     problems: list[tuple[Location, str]] = []
     root, refused = spec_mapping(text, shown, "a spec must be a YAML mapping with at least 'name' and 'kind'.")
     if root is None:

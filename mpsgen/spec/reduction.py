@@ -35,9 +35,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from mpsgen.core.errors import Location
+from mpsgen.core.resources import resource_dir
 from mpsgen.metal import TORCH_NAMES
 from mpsgen.spec.op import node_location, check_name, load_spec_file, spec_fields, spec_mapping
+from mpsgen.tree.schema import schema_args
 from mpsgen.tree.stubs import REDUCTION_STUB_HEADERS  # (a reduction stub's headers: check reads them too)
 
 REDUCTION_KIND = "reduction"
@@ -140,8 +144,6 @@ def load_reduction_spec(path: Path | str, *, display: str | None = None) -> Redu
 
 def shipped_reduction_spec(op: str) -> Path | None:
     """``specs/reductions/<stub>.yaml`` serving ``op`` (prod; var, std, var_mean, std_mean)."""
-    from mpsgen.core.resources import resource_dir
-
     folder = resource_dir("specs") / "reductions"
     direct = folder / f"{op}.yaml"
     if direct.is_file():
@@ -160,8 +162,6 @@ REDUCING_ARGUMENTS = {"reduction": "int reduction", "keepdim": "bool keepdim"}
 
 def reduction_evidence(func: str, tags: tuple[str, ...] = (), stub: str | None = None, stub_declared: str | None = None) -> str | None:
     """Why a row of native_functions.yaml reduces (a phrase), or None."""
-    from mpsgen.tree.schema import schema_args
-
     if stub and stub_declared and stub_declared.rsplit(":", 1)[0].rsplit("/", 1)[-1] in REDUCTION_STUB_HEADERS:
         return f"runs {stub}, a reduction stub ({stub_declared})"
     if "reduction" in tags:
@@ -196,8 +196,6 @@ def _expr_problem(text: str, names: set[str]) -> str | None:
 
 
 def parse_reduction_spec_text(text: str, shown: str) -> tuple[ReductionSpec | None, list[tuple[Location, str]]]:
-    import yaml
-
     root, refused = spec_mapping(
         text, shown, "a reduction spec is a YAML mapping with 'stub', 'kind: reduction', 'ops', 'reduce', 'outputs', 'dtypes' and 'empty'."
     )

@@ -94,7 +94,7 @@ class PytorchTree:
     @property
     def root(self) -> Path:
         if self._root is None:
-            from pathlib import Path
+            from pathlib import Path  # (local: check loads no pathlib)
 
             self._root = Path(self.root_dir)
         return self._root

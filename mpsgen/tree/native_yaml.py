@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mpsgen.core.errors import BadInput, Location
 from mpsgen.core.text import shorten
+from mpsgen.tree import NATIVE_FUNCTIONS
 from mpsgen.tree.source import SourceFile
 
 if TYPE_CHECKING:
@@ -273,8 +274,6 @@ def _odd_line_problem(relpath: str, text: str, at: int, line: str) -> BadInput:
 def scanned_native_functions(tree: PytorchTree) -> tuple[SourceFile, NativeFunctions]:
     """The yaml as read and its rows, scanned once per tree (a plan, explain and coverage ask
     the same rows), not validated: readers that report on the tree as it is."""
-    from mpsgen.tree import NATIVE_FUNCTIONS
-
     source = tree.read(NATIVE_FUNCTIONS)
     memo = tree.memo.get(_SCANNED)
     if memo is None or memo[0] is not source:
@@ -287,8 +286,6 @@ _SCANNED = "native_functions.yaml: rows"  # in PytorchTree.memo; the validated o
 
 def read_native_functions(tree: PytorchTree) -> tuple[SourceFile, NativeFunctions]:
     """The yaml as read and its rows, refusing a file that is not valid (see :func:`native_yaml_problem`)."""
-    from mpsgen.tree import NATIVE_FUNCTIONS
-
     source, table = scanned_native_functions(tree)
     memo = tree.memo.get(NATIVE_FUNCTIONS)
     if memo is None or memo[0] is not source:

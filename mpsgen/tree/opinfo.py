@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from mpsgen.tree.xfails import canonical_dtype
+
 # an entry's header, ``XxxInfo('name'`` first on its line: found by its ``Info(`` (a literal the
 # regex engine looks for at C speed), the constructor's name then read back to the line start
 _HEADER = re.compile(r"""Info\(\s*(?:#[^\n]*\n\s*)*(['"])([\w.]+)\1""")
@@ -178,8 +180,6 @@ def declared_dtypes(text: str, entry: OpInfoEntry) -> set[str] | None:
     """The dtypes an OpInfo entry tests on MPS: its ``dtypesIfMPS=`` if given, else its
     ``dtypes=`` (the helper-call forms, such as ``all_types_and(torch.bool, torch.half)``;
     a DecorateInfo's ``dtypes=(...)`` tuple is not one). None when neither can be read."""
-    from mpsgen.tree.xfails import canonical_dtype
-
     found: dict[str, set[str]] = {}
     for m in _DTYPES_KWARG.finditer(text, entry.open_paren, entry.close_paren):
         between = text[entry.open_paren + 1 : m.start()]

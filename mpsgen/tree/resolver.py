@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from mpsgen.tree import NATIVE_DIR, NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_rows import Dispatch, scan_rows
-from mpsgen.tree.source import close_bracket, split_args
+from mpsgen.tree.source import close_bracket, mask_c_comments_and_strings, match_close, split_args
 from mpsgen.tree.stubs import declared_stubs
 from mpsgen.tree.walk import walk_files
 
@@ -225,8 +226,7 @@ _DEFINE_WITH_IMPL_BYTES = re.compile(_DEFINE_WITH_IMPL_PATTERN.encode(), re.M)
 def _mapped(path: str) -> bytes | mmap.mmap:
     """A file's bytes, mapped read-only (the page cache's own pages: no copy); nothing for
     what is not a regular file (a FIFO named *.cpp is not waited on)."""
-    import mmap
-    import stat
+    import mmap  # (local: check --changed with no relevant change loads no mmap)
 
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
@@ -377,8 +377,6 @@ class _CppIndex:
             m = wanted.search(text)
             if m is None:
                 continue
-            from mpsgen.tree.source import mask_c_comments_and_strings, match_close
-
             masked = mask_c_comments_and_strings(text)
             brace = masked.find("{", masked.find(")", m.end()) + 1)
             end = match_close(masked, brace)

@@ -7,6 +7,7 @@ with CRLF, so bytes outside the touched lines stay identical.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -205,8 +206,6 @@ def line_starts(text: str) -> tuple[int, ...]:
 
 def line_of(starts: tuple[int, ...], offset: int) -> int:
     """0-based line index holding ``offset``."""
-    import bisect
-
     return bisect.bisect_right(starts, offset) - 1
 
 
@@ -236,7 +235,7 @@ def parse_python(text: str):
     coverage run plans dozens of ops), a plan's consistency check also of the edited text.
     The tree is shared: read it only. Raises what ``ast.parse`` raises (SyntaxError,
     ValueError for a NUL byte, RecursionError)."""
-    import ast  # not at module level: check reads C sources without it
+    import ast  # (local: check loads no ast)
 
     return ast.parse(text)
 

@@ -72,7 +72,7 @@ def _statements(nodes: list) -> Iterator[ast.AST]:
 
 def _source(node: ast.expr) -> str:
     """``ast.unparse(node)``, without unparsing the common ``torch.float32`` and ``x``."""
-    import ast
+    import ast  # (local: check loads no ast)
 
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"{node.value.id}.{node.attr}"
@@ -84,7 +84,7 @@ def _source(node: ast.expr) -> str:
 def modifier_assignments(module: ast.Module) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) of each assignment to a plain name among the statements of
     ``mps_ops_modifier`` (where its xfail/skip dicts and complex-supporting set are made)."""
-    import ast
+    import ast  # (local: check loads no ast)
 
     for fn in _statements(module.body):
         if not isinstance(fn, ast.FunctionDef) or fn.name != "mps_ops_modifier":
@@ -115,7 +115,7 @@ def read_xfail_entries(text: str) -> list[XfailEntry]:
 
 @functools.lru_cache(maxsize=2)
 def _xfail_entries(text: str) -> tuple[XfailEntry, ...]:
-    import ast
+    import ast  # (local: check loads no ast)
 
     try:
         module = parse_python(text)
@@ -147,7 +147,7 @@ def unedited_mentions(text: str) -> dict[str, list[tuple[int, str]]]:
 
 
 def _unedited_mentions(text: str) -> dict[str, list[tuple[int, str]]]:
-    import ast
+    import ast  # (local: check loads no ast)
 
     try:
         module = parse_python(text)

@@ -35,10 +35,9 @@ def interrupted_change(f: Facts) -> Iterator[Finding]:
     root = f.index.root
     if not os.path.exists(journal_path(root)):  # (the common case: a stat, no pathlib)
         return
-    # (imported here, where a journal is left: check's start-up does without pathlib and the journal)
-    from pathlib import Path
+    from pathlib import Path  # (local: check loads pathlib only where a journal is left)
 
-    from mpsgen.patch.journal import Journal, live_writer, recover_command
+    from mpsgen.patch.journal import Journal, live_writer, recover_command  # (local: check loads patch/ only where a journal is left)
 
     if live_writer(root) is not None:  # a write in progress: its journal is no interrupted change
         return

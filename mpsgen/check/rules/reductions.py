@@ -26,6 +26,7 @@ from mpsgen.check.model import ERROR, Finding, rule
 from mpsgen.tree.pipeline_sides import pipeline_sides
 from mpsgen.tree.facts import Facts
 from mpsgen.tree.index import Index
+from mpsgen.tree.pipelines import pipeline_requests
 from mpsgen.tree.source import (
     close_bracket,
     line_starts,
@@ -76,8 +77,6 @@ class _HostText:
     """A host file's text, masked text, functions and pipeline requests, read once per run."""
 
     def __init__(self, path: str, text: str):
-        from mpsgen.tree.pipelines import pipeline_requests
-
         self.path = path
         self.text = text
         self.masked = mask_c_comments_and_strings(text)
