@@ -12,6 +12,11 @@ TORCH_NAMES = {
     "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool",
     "float2": "complex64", "half2": "complex32",
 }
+# the c10 ScalarType constant of each Metal scalar type (as host code names it: `kFloat`)
+SCALAR_TYPES = {
+    "float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt", "short": "kShort",
+    "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat", "half2": "kComplexHalf",
+}
 # (rtol, atol) a result of each floating dtype is compared with torch's CPU op under (try)
 TOLERANCES = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5)}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mpsgen.core.errors import Refused
 from mpsgen.core.render import render
+from mpsgen.metal import SCALAR_TYPES
 from mpsgen.spec.reduction import OwnOp, ReductionSpec
 from mpsgen.tree.source import mask_c_comments_and_strings
 
@@ -91,6 +92,17 @@ def host_function_name(spec: ReductionSpec) -> str:
     return f"{spec.kernel}_mps_kernel"
 
 
+def accepted_dtypes(spec: ReductionSpec) -> list[tuple[str, str]]:
+    """(input ScalarType, the C++ condition on ``output`` its registered pairs make) per input
+    dtype of ``spec.dtypes``: the host's check that a kernel exists for the pair asked for (a
+    pair the spec leaves out, as ``--allow-dtype-loss`` allows, is refused with its dtypes,
+    not left to a pipeline lookup that fails on the Mac)."""
+    outs: dict[str, list[str]] = {}
+    for ti, to in spec.dtypes:
+        outs.setdefault(SCALAR_TYPES[ti], []).append(f"output == {SCALAR_TYPES[to]}")
+    return [(ti, " || ".join(conditions)) for ti, conditions in outs.items()]
+
+
 def host_text(spec: ReductionSpec, metal_name: str = "ReduceOps.metal") -> str:
     """The host kernel of the stub (in ``namespace mps``) and its ``REGISTER_DISPATCH``: it
     takes the stub's reduction iterator (``iter.input(0)``, ``iter.output(k)``: keepdim-shaped,
@@ -107,5 +119,6 @@ def host_text(spec: ReductionSpec, metal_name: str = "ReduceOps.metal") -> str:
              "-inf": "-std::numeric_limits<double>::infinity()"}.get(spec.empty, spec.empty)
     return render(
         "reduction/host.mm.j2", spec=spec, function=host_function_name(spec), parameters=parameters, outputs=outputs,
+        accepted=accepted_dtypes(spec),
         bound=bound, empty=empty, metal_name=metal_name,
     )

@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.codegen.reduction import host_function_name
+from mpsgen.codegen.reduction import accepted_dtypes, host_function_name
 from mpsgen.core.errors import Refused
 from mpsgen.core.render import render
+from mpsgen.metal import SCALAR_TYPES
 from mpsgen.spec.reduction import OwnOp, ReductionSpec
 from mpsgen.tree.source import mask_c_comments_and_strings, match_close
 
@@ -190,6 +191,6 @@ def host_text(spec: ReductionSpec, disp: Dispatcher, widened: tuple[tuple[str, s
     narrow = sorted({to for _ti, to in widened})
     return render(
         "reduction/dispatch_host.mm.j2", spec=spec, disp=disp, function=host_function_name(spec), options=options,
-        narrow=[{"half": "kHalf", "bfloat": "kBFloat16"}[t] for t in narrow], metal_name=metal_name,
-        empty=_EMPTY.get(spec.empty, spec.empty), op=op_struct_name(spec),
+        narrow=[SCALAR_TYPES[t] for t in narrow], metal_name=metal_name,
+        empty=_EMPTY.get(spec.empty, spec.empty), op=op_struct_name(spec), accepted=accepted_dtypes(spec),
     )

@@ -27,7 +27,7 @@ from mpsgen.spec.kernel import FIXED_INPUT_TYPES, KernelSpec
 from mpsgen.spec.op import FunctorSource
 from mpsgen.core.render import render
 from mpsgen.core.resources import resource_dir
-from mpsgen.metal import TORCH_NAMES
+from mpsgen.metal import SCALAR_TYPES, TORCH_NAMES
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.native_yaml import NativeFunction, read_native_functions, scan_native_functions
 from mpsgen.tree.op_facts import formatted_name, opinfo_keys
@@ -165,8 +165,7 @@ def cmake_note(tree: PytorchTree) -> str:
 
 
 def _dtype_condition(spec: KernelSpec, first: str) -> str:
-    names = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16"}
-    return " || ".join(f"{first}.scalar_type() == {names[d]}" for d in spec.dtypes)
+    return " || ".join(f"{first}.scalar_type() == {SCALAR_TYPES[d]}" for d in spec.dtypes)
 
 
 def host_checks(spec: KernelSpec, sig: KernelSignature) -> list[list[str]]:

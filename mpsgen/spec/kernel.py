@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from mpsgen.core.errors import Location
-from mpsgen.metal import NOT_METAL
+from mpsgen.metal import NOT_METAL, SCALAR_TYPES
 from mpsgen.spec.op import FunctorSource, node_location, scalar_value, scalar_text_start, check_name, load_spec_file, field_string, spec_fields, spec_mapping
 from mpsgen.tree.source import mask_c_comments_and_strings
 
@@ -45,7 +45,7 @@ KERNEL_SPEC_KEYS = (
     "try_shapes", "try_params", "try_inputs", "max_dims", "input_types",
 )
 # the Metal types an input of a fixed dtype may have (indices: long), and their torch dtypes
-FIXED_INPUT_TYPES = {"long": "kLong", "int": "kInt", "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float": "kFloat"}
+FIXED_INPUT_TYPES = {t: SCALAR_TYPES[t] for t in ("long", "int", "short", "char", "uchar", "bool", "float")}
 # the Metal types a custom kernel may be registered for (its body computes in opmath_t<T>)
 KERNEL_DTYPES = ("float", "half", "bfloat")
 MAX_DIMS = 4  # default length of the sizes/strides arrays of the params struct

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import NamedTuple
 
+from mpsgen.metal import SCALAR_TYPES
 from mpsgen.tree.source import match_close
 
 HOLE = r"\w+"
@@ -27,10 +28,7 @@ _HOST_NAME = re.compile(r"\[\[\s*host_name\s*\(")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 # a library of its own source (`MetalShaderLibrary lib(R"...")`, or of a named string): not kernels/*.metal's
 _INLINE_SOURCE = re.compile(r"\bMetalShaderLibrary\s+\w+\s*[({]\s*(?:R\"|\w)")
-_DTYPE_KEYS = {
-    "kFloat": "float", "kHalf": "half", "kBFloat16": "bfloat", "kInt": "int", "kLong": "long", "kShort": "short",
-    "kChar": "char", "kByte": "uchar", "kBool": "bool", "kComplexFloat": "float2", "kComplexHalf": "half2",
-}
+_DTYPE_KEYS = {k: t for t, k in SCALAR_TYPES.items()}  # kFloat -> float
 
 
 class PipelineRequest(NamedTuple):

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from mpsgen.core.errors import Refused
+from mpsgen.metal import SCALAR_TYPES
 from mpsgen.plan.reduction import _drop_from_complex_set, complex_keys, routed_pairs
 
 SAME = {(t, t) for t in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")}
@@ -228,3 +229,38 @@ def test_the_hosts_refuse_a_complex_tensor(run, real_tree):
         body = body[: body.index("\n}\n")]
         guard = body.index("TORCH_CHECK(!c10::isComplexType(input.scalar_type())")
         assert guard < body.index("reduction_dispatch_mps(iter," if "reduction_dispatch_mps(iter," in body else "dispatchThreads"), function
+
+
+def _accepted_by_host(mm: str, kernel: str) -> set[tuple[str, str]]:
+    """The (input, output) pairs the host's `<kernel>_has_kernel` accepts, as Metal type names."""
+    metal_of = {k: t for t, k in SCALAR_TYPES.items()}
+    body = mm[mm.index(f"static bool {kernel}_has_kernel(") :]
+    body = body[: body.index("\n}\n")]
+    return {
+        (metal_of[ti], metal_of[to])
+        for ti, outs in re.findall(r"case (k\w+):\n\s+return ([^;]+);", body)
+        for to in re.findall(r"output == (k\w+)", outs)
+    }
+
+
+def test_the_host_refuses_a_pair_no_kernel_is_registered_for(run, real_tree, release):
+    """After --allow-dtype-loss prod registers no int->int kernel; the host says so with the
+    dtypes (a TORCH_CHECK ahead of everything that asks the library for a kernel), and accepts
+    exactly the pairs the .metal registers (on 2.14.1 also half and bfloat outputs, which it
+    reduces through the float kernels)."""
+    res = run("migrate-from-mpsgraph", "prod", "--allow-dtype-loss", "--root", real_tree)
+    assert res.exit_code == 0, res.output
+    mm = (real_tree / MM).read_text()
+    metal = (real_tree / METAL).read_text()
+    accepted = _accepted_by_host(mm, "prod")
+    if release == "2.13.0":
+        registered = set(re.findall(r"^REGISTER_PROD_REDUCTION\((\w+), (\w+)\);", metal, re.M))
+        assert accepted == registered
+    else:
+        registered = set(re.findall(r'^REGISTER_VALUE_REDUCTION_IMPL\((\w+), (\w+), "prod",', metal, re.M))
+        assert accepted == registered | {("half", "half"), ("bfloat", "bfloat")}
+    assert ("int", "int") not in accepted
+    body = mm[mm.index("static void prod_mps_kernel(") :]
+    check = body.index("TORCH_CHECK(prod_has_kernel(input.scalar_type(), output.scalar_type()),")
+    asks = body.index("reduction_dispatch_mps(iter," if release != "2.13.0" else "getPipelineStateForFunc")
+    assert check < asks and '"prod: no Metal kernel on MPS for ",' in body[check:asks]

@@ -65,10 +65,10 @@ def test_a_body_that_needs_threads_together_is_refused(run, tmp_path: Path):
     spec.write_text(text)
     res = run("try", spec)
     assert res.exit_code == 2, res.output
-    line = next(i for i, ln in enumerate(text.split("\n"), 1) if "threadgroup_barrier" in ln) - 1  # (the body's start)
+    line = next(i for i, ln in enumerate(text.split("\n"), 1) if "threadgroup_barrier" in ln)
     said = " ".join(res.output.split())
     assert "it uses `threadgroup_barrier`, but the body runs once per output element" in said and "Traceback" not in said
-    assert f"{spec}:" in said
+    assert f"{spec}:{line}:" in said  # (the spec's line with the barrier)
 
 
 def test_the_shader_test_packs_params_as_c_lays_them_out(real_tree: Path, tmp_path: Path):
