@@ -142,7 +142,7 @@ def tutorial_cmd(
     Example: mpsgen tutorial"""
     import subprocess
 
-    from mpsgen.report.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree, what_it_holds
     from mpsgen.report.tutorial import break_registration, steps
 
     if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
@@ -151,8 +151,8 @@ def tutorial_cmd(
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="mpsgen-tutorial-") as tmp:
-        root, _real = build_practice_tree(keep or Path(tmp) / "pytorch")
-        out.print(f"A practice PyTorch tree is at {root}: mpsgen's own sample kernels with torch 2.13's real yaml and test lists.\n")
+        root, real = build_practice_tree(keep or Path(tmp) / "pytorch")
+        out.print(f"A practice PyTorch tree is at {root}: {what_it_holds(real)}.\n")
         for step in steps(root):
             out.print(Text(step.title, style="bold"))
             out.print(step.say)
@@ -185,7 +185,7 @@ def demo(
 
     Example: mpsgen demo --op acosh"""
     from mpsgen.report.explain import explain_op
-    from mpsgen.report.practice import build_practice_tree
+    from mpsgen.report.practice import build_practice_tree, what_it_holds
     from mpsgen.spec.op import load_spec
 
     try:
@@ -206,7 +206,7 @@ def demo(
             root, real = build_practice_tree(root)
             where = str(root) if keep is not None else "a temporary folder (removed when the demo ends)"
             err.print(
-                f"practice tree: {where}, with " + ("the real native_functions.yaml, test lists and headers of the installed torch wheel" if real else "mpsgen's own sample files only (install torch==2.13.0 for the real yaml and test files)")
+                f"practice tree: {where}: {what_it_holds(real)}"
             )
             at = f" --root {root}" if keep is not None else ""  # a temporary tree is gone by the time one could type it
             tree = PytorchTree(root)

@@ -58,6 +58,13 @@ def real_file_sources(site: Path | None = None) -> dict[str, Path] | None:
     return {k: v for k, v in files.items() if v.is_file()}
 
 
+def what_it_holds(real: bool) -> str:
+    """What a practice tree is made of, as demo and the tutorial say it."""
+    if real:
+        return "mpsgen's own sample kernels with the real native_functions.yaml, test lists and headers of the installed torch wheel"
+    return "mpsgen's own sample files only (install torch==2.13.0 for the real yaml and test files)"
+
+
 def build_practice_tree(dest: Path, *, real: bool = True, sources: dict[str, Path] | None = None) -> tuple[Path, bool]:
     """Copy the practice tree to ``dest`` (overlaying the wheel's real files if ``real`` and
     torch is installed, or the given ``sources``). Returns (root, whether real files were used)."""

@@ -104,7 +104,7 @@ def build_check_tree(dest: Path, real_sources: dict[str, Path], release: str = I
     # (so are the practice reductions: this fixture's yaml has none of their rows)
     (root / "aten/src/ATen/native/mps/operations/ReduceOps.mm").unlink(missing_ok=True)
     # these ops run Metal kernels in 2.13: their expected failures are gone
-    for entry in ('            "hypot": [torch.bfloat16],\n', '            "copysign": [torch.bool],\n', '            "logaddexp": None,\n'):
+    for entry in ('            "logaddexp": None,\n',):
         edit(root, COMMON_MPS, entry, "")
     return root
 

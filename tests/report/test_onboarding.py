@@ -83,6 +83,19 @@ def test_tutorial_runs_through_with_yes(run, tmp_path: Path):
     assert "REGISTER_DISPATCH(heaviside_stub" not in (keep / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").read_text()
 
 
+def test_tutorial_runs_through_without_torch(run, tmp_path: Path, monkeypatch):
+    """The README's first set-up installs no torch: the tutorial then runs on mpsgen's own
+    sample files, says so, and every step (check of the file new-op changed included) passes."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("torch", "torchgen") else find_spec(name, *a))
+    res = run("tutorial", "--yes", "--keep", tmp_path / "practice")
+    assert res.exit_code == 0, res.output
+    assert "mpsgen's own sample files only" in res.output.split("\n", 1)[0]
+    assert "7. Your turn" in res.output
+
+
 def test_slow_commands_say_what_they_do_on_a_terminal_only(real_tree: Path, tmp_path: Path):
     """coverage plans every candidate (over a second): a spinner line on a terminal's stderr,
     and not one byte more on a pipe (pre-commit and CI logs stay clean)."""

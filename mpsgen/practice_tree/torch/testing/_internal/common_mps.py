@@ -48,8 +48,7 @@ if torch.backends.mps.is_available():
 
         # Failures only seen on particular hardware or OS versions
         ON_MPS_XFAILLIST: dict[str, list | None] = {
-            "hypot": [torch.bfloat16],
-            "copysign": [torch.bool],
+            # (none in this sample: its hypot and copysign kernels pass)
         }
 
         # Tests that hang or crash and must not run at all
