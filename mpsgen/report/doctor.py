@@ -146,7 +146,7 @@ def _try_needs(system: str) -> list[Check]:
             version = (proc.stdout.strip().splitlines() or [""])[0] if proc is not None else ""
             out.append(Check("C++ compiler", OK, f"{cxx}, C++17" + (f": {version}" if version else "")))
     if importlib.util.find_spec("torch") is None:
-        out.append(Check("torch", WARN, f"{sys.executable} cannot import torch (mpsgen try compares with its CPU op)", install_torch_command()))
+        out.append(Check("torch", WARN, f"{sys.executable} cannot import torch (mpsgen try compares with its CPU op)", install_torch_command(system)))
     else:
         try:
             version = metadata.version("torch")

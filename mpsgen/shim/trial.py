@@ -14,6 +14,7 @@ not needed (tensors go to and from the program as bytes through ``torch.frombuff
 from __future__ import annotations
 
 import functools
+import platform
 import re
 import shlex
 import subprocess
@@ -87,9 +88,16 @@ class TrialResult:
         return all(r.ok for r in self.results)
 
 
-def install_torch_command() -> str:
-    """pip for the Python mpsgen runs in (any recent release serves as the CPU reference)."""
-    return f"{shlex.quote(sys.executable)} -m pip install torch"
+# PyTorch's wheels of the CPU build: try compares with torch's CPU op, and on Linux a plain
+# `pip install torch` takes the CUDA build, several GB
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
+
+
+def install_torch_command(system: str | None = None) -> str:
+    """pip for the Python mpsgen runs in (any recent release serves as the CPU reference): on a
+    Mac the one build there is, elsewhere the CPU build."""
+    pip = f"{shlex.quote(sys.executable)} -m pip install torch"
+    return pip if (system or platform.system()) == "Darwin" else f"{pip} --index-url {CPU_WHEELS}"
 
 
 def import_torch() -> ModuleType | None:
@@ -252,7 +260,7 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
     if missing:
         name, scope = missing.group(1), missing.group(2) or "scope"
         return NotModelled(
-            f"{place}: the functor uses {name!r} ({'in ' + scope if scope != 'scope' else 'a name'} mpsgen's Metal shim does not model); "
+            f"{place}: the functor uses {name!r} ({f'a name of {scope}::' if scope != 'scope' else 'a name'} that mpsgen's Metal shim does not model); "
             "mpsgen try cannot run it on the CPU, so it says so rather than pass.",
             hint="Check this op on a Mac (test_<op>_shader.py from --with-test), or add the function to templates/try/metal_shim.h.",
         )

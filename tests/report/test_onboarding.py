@@ -64,10 +64,12 @@ def test_doctor_checks_what_mpsgen_try_needs(real_tree: Path, monkeypatch, tmp_p
     checks = {c.name: c for c in doctor.run_doctor(real_tree, system="Linux")}
     assert checks["C++ compiler"].status == "warn" and checks["C++ compiler"].fix == "sudo apt-get install -y g++"
     assert checks["torch"].status == "warn" and sys.executable in checks["torch"].detail
-    assert checks["torch"].fix.endswith("-m pip install torch")
+    # (the CPU build on Linux: a plain `pip install torch` takes the CUDA one, several GB)
+    assert checks["torch"].fix.endswith("-m pip install torch --index-url https://download.pytorch.org/whl/cpu")
     assert doctor.exit_status(list(checks.values())) == 0
     mac = {c.name: c for c in doctor.run_doctor(real_tree, system="Darwin")}
     assert mac["C++ compiler"].fix == "xcode-select --install"
+    assert mac["torch"].fix.endswith("-m pip install torch")
 
 
 def test_tutorial_runs_through_with_yes(run, tmp_path: Path):

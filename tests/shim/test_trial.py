@@ -43,6 +43,8 @@ def test_int2float_and_nan_edges(run, tmp_path: Path):
 def test_something_the_shim_does_not_model_is_exit_2(run, tmp_path: Path):
     res = run("try", spec(tmp_path, 'expr: "c10::metal::zeta(a, b)"\n', dtypes="[float]"))
     assert res.exit_code == 2 and "does not model" in res.output and "zeta" in res.output
+    said = " ".join(res.output.split())
+    assert "the functor uses 'zeta' (a name of c10::metal:: that mpsgen's Metal shim does not model)" in said, said
 
 
 def test_a_compile_error_names_the_spec_line(run, tmp_path: Path):
@@ -179,7 +181,7 @@ def test_without_torch_or_a_compiler_one_paragraph_says_what_to_install(run, tmp
     text = " ".join(res.output.split())
     assert text.startswith("error: mpsgen try runs the functor compiled on this machine") and "Traceback" not in res.output
     assert f"torch, which {sys.executable} cannot import" in text
-    assert "-m pip install torch)" in text and "C++17 compiler" not in text
+    assert f"{trial.install_torch_command()})" in text and "C++17 compiler" not in text
     monkeypatch.setenv("PATH", str(tmp_path))  # and no C++ compiler either: both are named
     text = " ".join(run("try", "heaviside").output.split())
     assert "torch, which" in text and "a C++17 compiler on PATH (g++, clang++, c++; install one: sudo apt-get install -y g++)" in text
@@ -189,7 +191,8 @@ def test_without_torch_or_a_compiler_one_paragraph_says_what_to_install(run, tmp
     text = " ".join(res.output.split())
     assert res.exit_code == 2 and "torch" not in text.split("needs", 1)[1] and "C++17 compiler" in text, res.output
     assert trial.install_compiler_command("Darwin") == "xcode-select --install"
-    assert trial.install_torch_command().endswith("-m pip install torch")
+    assert trial.install_torch_command("Darwin").endswith("-m pip install torch")
+    assert trial.install_torch_command("Linux").endswith("-m pip install torch --index-url https://download.pytorch.org/whl/cpu")
 
 
 def test_values_go_to_the_program_bit_for_bit_without_numpy(monkeypatch):
