@@ -46,10 +46,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain click help: typer's rich help formatter costs ~60 ms of start-up
     no_args_is_help=True,
-    help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.",
+    help="Write the boilerplate of a Metal (MPS) operator in a PyTorch checkout, and check MPS dispatch.\n\nExample: mpsgen explain heaviside",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-spec_app = typer.Typer(cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).")
+spec_app = typer.Typer(cls=_Group, no_args_is_help=True, rich_markup_mode=None, help="Work with op spec files (schema: specs/README.md).\n\nExample: mpsgen spec validate specs/*.yaml")
 app.add_typer(spec_app, name="spec")
 
 

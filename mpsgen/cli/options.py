@@ -10,7 +10,7 @@ RootOption = typer.Option(None, "--root", metavar="DIR", help="PyTorch checkout 
 # The generation flags shared by new-op and migrate-from-mpsgraph.
 UnaryOpt = typer.Option(False, "--unary", help="one tensor input")
 BinaryOpt = typer.Option(False, "--binary", help="two tensor inputs")
-KindOpt = typer.Option(None, "--kind", metavar="KIND", help="unary_alpha, binary_alpha or ternary")
+KindOpt = typer.Option(None, "--kind", metavar="KIND", help="unary_alpha, binary_alpha, ternary, unary_params or binary_params")
 Int2FloatOpt = typer.Option(False, "--int2float", help="integer and bool inputs computed in float")
 IntegerOpt = typer.Option(False, "--integer", help="integer and bool inputs, same-type output")
 IntegerNoBoolOpt = typer.Option(False, "--integer-no-bool", help="integer inputs without bool")
