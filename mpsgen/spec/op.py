@@ -6,6 +6,7 @@ Loading reports every problem with ``file:line:col``; a loaded ``OpSpec`` is val
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -557,7 +558,9 @@ def spec_fields(root, known: tuple[str, ...], listed: str, shown: str, problems:
     for knode, vnode in root.value:
         key = scalar_value(knode)
         if key not in known:
-            problems.append((node_location(shown, knode), f"unknown key {key!r}; {listed}."))
+            near = difflib.get_close_matches(str(key), known, n=1)
+            guess = f" (did you mean {near[0]!r}?)" if near else ""
+            problems.append((node_location(shown, knode), f"unknown key {key!r}{guess}; {listed}."))
             continue
         if key in fields:
             problems.append((node_location(shown, knode), f"duplicate key {key!r}."))

@@ -49,8 +49,13 @@ def test_every_problem_reported_with_line_and_column():
     assert any(p.startswith("s.yaml:4:7: 'stub'") for p in found)
     assert any(p.startswith("s.yaml:6:10: files.metal:") and "absolute" in p for p in found)
     assert any(p.startswith("s.yaml:7:7: files.mm:") and "outside the PyTorch tree" in p for p in found)
-    assert any(p.startswith("s.yaml:8:1: unknown key 'colour'") for p in found)
+    assert any(p.startswith("s.yaml:8:1: unknown key 'colour'; known keys:") for p in found)
     assert len(found) == 7
+
+
+def test_a_misspelt_key_gets_the_key_it_is_close_to():
+    found = problems("name: heaviside\nknid: binary\nexpr: \"a\"\n")
+    assert any(p.startswith("s.yaml:2:1: unknown key 'knid' (did you mean 'kind'?); known keys:") for p in found), found
 
 
 @pytest.mark.parametrize(
