@@ -123,6 +123,8 @@ def main() -> None:
         sys.exit(130)
     except click_exceptions.ClickException as exc:
         exc.show()
+        if isinstance(exc, click_exceptions.NoSuchOption):
+            _option_before_its_command(exc)
         sys.exit(exc.exit_code)
 
     except typer.Exit as exc:
@@ -142,6 +144,23 @@ def main() -> None:
             sys.exit(130)
         raise
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _option_before_its_command(exc) -> None:
+    """A hint for a command's option given before the command (`mpsgen --root . coverage`):
+    where it goes, with the command line as typed put in that order."""
+    ctx = getattr(exc, "ctx", None)
+    group = getattr(ctx, "command", None)
+    if ctx is None or not isinstance(group, TyperGroup):
+        return
+    args = sys.argv[1:]
+    command = next((a for a in args if a in group.list_commands(ctx)), None)
+    sub = group.get_command(ctx, command) if command is not None else None
+    if sub is None or not any(exc.option_name in getattr(p, "opts", ()) for p in sub.params):
+        return
+    at = args.index(command)
+    fixed = " ".join(["mpsgen", *args[: at + 1][-1:], *args[:at], *args[at + 1 :]])
+    err.print(f"hint: {exc.option_name} is an option of `mpsgen {command}`: it goes after the command's name, as in `{fixed}`.")
 
 
 def _interrupted(exc: BaseException | None) -> bool:
