@@ -7,6 +7,7 @@ naming the file, line or flag; prints nothing."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from pathlib import Path
 
 from mpsgen.core.errors import BadInput, MpsgenError, SpecErrors
@@ -112,6 +113,13 @@ def reduction_spec_path(target: str, path: Path) -> Path | None:
     return None
 
 
+def _did_you_mean(name: str, folder: str = "") -> str | None:
+    """"Did you mean X?" for the spec mpsgen ships (under ``specs/<folder>``) closest to ``name``."""
+    names = sorted(p.stem for p in (resource_dir("specs") / folder).glob("*.yaml") if not p.stem.startswith("README"))
+    near = difflib.get_close_matches(name, names, n=1)
+    return f"Did you mean {near[0]}?" if near else None
+
+
 def try_spec_path(target: str) -> Path:
     """The spec file ``mpsgen try TARGET`` runs: a spec file by that path, else the one mpsgen
     ships for the op (a kernel spec, a reduction spec serving it, or ``specs/<op>.yaml``)."""
@@ -127,7 +135,10 @@ def try_spec_path(target: str) -> Path:
     if not path.exists() and check_name(target, "OP") is None:
         path = resource_dir("specs") / f"{target}.yaml"
         if not path.is_file():
-            raise BadInput(f"{target}: no spec file by that name, and mpsgen ships no specs/{target}.yaml.")
+            raise BadInput(
+                f"{target}: no spec file by that name, and mpsgen ships no specs/{target}.yaml.",
+                hint=_did_you_mean(target) or _did_you_mean(target, "kernels"),
+            )
     return shipped_spec_path(path)
 
 
@@ -142,10 +153,13 @@ def kernel_spec_for(op: str | None, spec_file: Path | None, file: str | None, dt
     if spec_file is None:
         shipped = resource_dir("specs") / "kernels" / f"{op}.yaml"
         if not shipped.is_file():
+            near = _did_you_mean(op, "kernels")
             raise BadInput(
-                f"new-kernel {op}: no --spec given and mpsgen ships no kernel spec for {op}. The kernel body is the "
-                "spec's: copy specs/kernels/_pdist_forward.yaml (explained in specs/kernels/README.md), write the "
-                f"body of {op}'s kernel, then run `mpsgen new-kernel {op} --spec YOUR.yaml --dry-run`."
+                f"new-kernel {op}: no --spec given and mpsgen ships no kernel spec for {op}. "
+                + (f"{near} " if near else "")
+                + "The kernel body is the spec's: copy specs/kernels/_pdist_forward.yaml (explained in "
+                f"specs/kernels/README.md), write the body of {op}'s kernel, then run "
+                f"`mpsgen new-kernel {op} --spec YOUR.yaml --dry-run`."
             )
         spec_file = shipped
     spec = load_kernel_spec(spec_file, display=str(spec_file))

@@ -15,6 +15,7 @@ from functools import cached_property, partial
 from mpsgen.tree.index import Definition, Dispatch, Index, KernelUse, Registration
 from mpsgen.tree.native_rows import Dispatch as DispatchEntry
 from mpsgen.tree.native_rows import Row as NativeFunction
+from mpsgen.tree.native_rows import op_name
 from mpsgen.tree.resolver import StubResolver
 
 SHARED_KEYS = frozenset({"CPU", "CUDA"})
@@ -36,7 +37,7 @@ def shared(d: DispatchEntry, e: NativeFunction | None = None) -> bool:
 
 def op_of(entry: NativeFunction) -> str:
     """``add_`` and ``add.out`` both belong to op ``add``."""
-    return entry.base[:-1] if entry.base.endswith("_") and not entry.base.startswith("_") else entry.base
+    return op_name(entry.base)
 
 
 class Facts:

@@ -36,6 +36,11 @@ _LINES = re.compile(_LINE)
 _BLOCK_BREAK = re.compile(r"\n(?!    |[^\S\n]*(?:\n|\Z))")
 
 
+
+def op_name(base: str) -> str:
+    """The op a row's base name belongs to: ``add_`` (in place) is ``add``'s; ``_foo`` stays."""
+    return base[:-1] if base.endswith("_") and not base.startswith("_") else base
+
 class Dispatch(NamedTuple):
     """One ``    CPU, CUDA: heaviside_out`` line (the fields of
     :class:`~mpsgen.tree.native_yaml.DispatchEntry` that ``check`` reads)."""

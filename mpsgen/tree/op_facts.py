@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from mpsgen.core.errors import Refused
 from mpsgen.tree import NATIVE_FUNCTIONS, PytorchTree
 from mpsgen.tree.legacy import legacy_rows
+from mpsgen.tree.native_rows import op_name
 from mpsgen.tree.native_yaml import NativeFunction, NativeFunctions, read_native_functions
 from mpsgen.tree.opinfo import declared_dtypes, find_op_entries, find_ref_entries
 from mpsgen.tree.resolver import StubResolver, host_kernel
@@ -22,7 +23,7 @@ def rows_of_op(table: NativeFunctions, name: str) -> list[NativeFunction]:
     """The op's rows; refuses a name that is no op, with the closest names."""
     of_op = table.of_op(name)
     if not of_op:
-        names = sorted({e.base for e in table.entries})
+        names = sorted({op_name(e.base) for e in table.entries})
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"Did you mean {', '.join(close)}?" if close else "Check the op's aten name (the part before '(' in `- func:`)."
         raise Refused(f"op {name!r} is not in {NATIVE_FUNCTIONS}.", hint=hint)
