@@ -343,8 +343,8 @@ def run_reduction_trial(spec: ReductionSpec, *, kernel: str | None = None, heade
         raise Refused(f"{spec.source}: the spec gives no `try:` calls; try compares the kernel with those torch calls.")
     if any(to in ("half", "bfloat") for _ti, to in spec.dtypes):
         result.notes.append("half and bfloat outputs are compared with torch's CPU op computed in float32 and rounded "
-                            "(the kernel accumulates in float, as reviewers ask; torch's CPU op may accumulate in the narrow "
-                            "type: its prod of half does)")
+                            "(the kernel accumulates in float, as reviewers ask, where torch's CPU op may accumulate in the "
+                            "narrow type)")
     refused, plans = _cases(spec, shapes, pairs, seed, version)
     result.cases.extend(ReductionCase(pair, what, True, detail) for pair, what, detail in refused)
     jobs = []  # (pair index, route, its cases' plan)
