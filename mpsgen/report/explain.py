@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from html import escape
@@ -710,8 +711,11 @@ def coverage_table(c: Coverage, markdown: bool = False, *, width: int = 80, limi
     if more_adds:
         out.append(f"  ... {more_adds} more: --all lists them")
     if (rest := c.counts.get("missing", 0) - len(c.addable)) > 0:
-        out.append(f"  ({rest} other missing op{'s' if rest != 1 else ''}: not a kind mpsgen writes, or a change that would "
-                   "not build here; `mpsgen explain OP` says why)")
+        out += textwrap.wrap(
+            f"({rest} other missing op{'s' if rest != 1 else ''}: not a kind mpsgen writes, or a change that would not "
+            "build here; `mpsgen explain OP` says why)", width, initial_indent="  ", subsequent_indent="   ",
+            break_long_words=False, break_on_hyphens=False,
+        )
     out += ["", "`mpsgen explain OP` tells all about one op and plans its command;", "`mpsgen coverage --format html -o FILE` writes a page with a filter."]
     return "\n".join(out) + "\n"
 
