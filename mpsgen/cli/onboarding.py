@@ -142,7 +142,7 @@ def tutorial_cmd(
     Example: mpsgen tutorial"""
     import subprocess
 
-    from mpsgen.report.practice import build_practice_tree, what_it_holds
+    from mpsgen.report.practice import build_practice_tree, commit_practice_tree, what_it_holds
     from mpsgen.report.tutorial import break_registration, steps
 
     if keep is not None and (keep.is_file() or keep.is_symlink() or (keep.is_dir() and any(keep.iterdir()))):
@@ -152,7 +152,11 @@ def tutorial_cmd(
 
     with tempfile.TemporaryDirectory(prefix="mpsgen-tutorial-") as tmp:
         root, real = build_practice_tree(keep or Path(tmp) / "pytorch")
-        out.print(f"A practice PyTorch tree is at {root}: {what_it_holds(real)}.\n")
+        said = f"A practice PyTorch tree is at {root}: {what_it_holds(real)}."
+        if keep is not None:  # (kept: in git, so that `git diff` shows what the tutorial wrote)
+            why_not = commit_practice_tree(root)
+            said += " It is in git, its files committed." if why_not is None else f" It is not in git ({why_not})."
+        out.print(said + "\n")
         for step in steps(root):
             out.print(Text(step.title, style="bold"))
             out.print(step.say)
@@ -185,7 +189,7 @@ def demo(
 
     Example: mpsgen demo --op acosh"""
     from mpsgen.report.explain import explain_op
-    from mpsgen.report.practice import build_practice_tree, what_it_holds
+    from mpsgen.report.practice import build_practice_tree, commit_practice_tree, what_it_holds
     from mpsgen.spec.op import load_spec
 
     try:
@@ -205,9 +209,11 @@ def demo(
             root = keep or Path(tmp) / "pytorch"
             root, real = build_practice_tree(root)
             where = str(root) if keep is not None else "a temporary folder (removed when the demo ends)"
-            err.print(
-                f"practice tree: {where}: {what_it_holds(real)}"
-            )
+            err.print(f"practice tree: {where}: {what_it_holds(real)}")
+            if keep is not None:
+                why_not = commit_practice_tree(root)
+                err.print("  in git, its files committed: `git diff` and `mpsgen check --changed` work there" if why_not is None
+                          else f"  not in git ({why_not}): `git diff` and `mpsgen check --changed` need it in git")
             at = f" --root {root}" if keep is not None else ""  # a temporary tree is gone by the time one could type it
             tree = PytorchTree(root)
             status = explain_op(tree, op).status

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 from pathlib import Path
 
+from mpsgen.core import child
 from mpsgen.tree import COMMON_METHODS, COMMON_MPS, INDEXING_HEADER, NATIVE_DIR, NATIVE_FUNCTIONS, OPINFO_DEFINITIONS
 from mpsgen.tree.aoti import C_SHIM_MPS, TAGS_YAML
 
@@ -68,7 +70,7 @@ def what_it_holds(real: bool) -> str:
 def build_practice_tree(dest: Path, *, real: bool = True, sources: dict[str, Path] | None = None) -> tuple[Path, bool]:
     """Copy the practice tree to ``dest`` (overlaying the wheel's real files if ``real`` and
     torch is installed, or the given ``sources``). Returns (root, whether real files were used)."""
-    shutil.copytree(PRACTICE_TREE, dest, dirs_exist_ok=True)
+    shutil.copytree(PRACTICE_TREE, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     used_real = False
     if real:
         sources = sources or real_file_sources()
@@ -79,3 +81,22 @@ def build_practice_tree(dest: Path, *, real: bool = True, sources: dict[str, Pat
                 shutil.copyfile(src, target)
             used_real = True
     return dest, used_real
+
+
+def commit_practice_tree(root: Path) -> str | None:
+    """Make a kept practice tree a git repository with its files committed, so that `git diff`
+    and `mpsgen check --changed` work on it as on a checkout; None when done, else why not."""
+    git = shutil.which("git")
+    if git is None:
+        return "git is not on PATH"
+    ident = ["-c", "user.name=mpsgen", "-c", "user.email=practice-tree@mpsgen.invalid", "-c", "commit.gpgsign=false"]
+    steps = (("git init", ["init", "-q"]), ("git add", ["add", "-A"]),
+             ("git commit", [*ident, "commit", "-q", "-m", "practice tree, as mpsgen built it"]))
+    for shown, argv in steps:
+        try:
+            proc = child.run([git, *argv], timeout=60, cwd=root, text=True)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{shown} did not run ({exc})"
+        if proc.returncode != 0:
+            return f"{shown} failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
+    return None

@@ -112,3 +112,26 @@ def test_slow_commands_say_what_they_do_on_a_terminal_only(real_tree: Path, tmp_
         pytest.skip("no `script` here to give the command a terminal")
     shown = subprocess.run(["script", "-qec", " ".join(cmd) + " >/dev/null", "/dev/null"], capture_output=True, text=True)
     assert shown.returncode == 0 and "reading the tree and planning each migration candidate" in shown.stdout
+
+
+def test_a_kept_practice_tree_is_in_git(run, tmp_path: Path):
+    """demo --keep and tutorial --keep commit the tree as built: `git diff` then shows what
+    mpsgen wrote there, and `check --changed` checks it, as on a checkout."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("no git here")
+    keep = tmp_path / "demo"
+    res = run("demo", "--keep", keep)
+    assert res.exit_code == 0 and "in git, its files committed" in res.output, res.output
+    git = lambda *a: subprocess.run(["git", "-C", str(keep), *a], capture_output=True, text=True, check=True).stdout  # noqa: E731
+    assert len(git("log", "--oneline").splitlines()) == 1 and git("status", "--porcelain") == ""
+    assert run("new-op", "heaviside", "--root", keep).exit_code == 0
+    assert "BinaryKernel.metal" in git("diff", "--stat")
+    changed = run("check", "--changed", "--root", keep)
+    assert changed.exit_code == 0 and "the change against HEAD: 5 files" in changed.output, changed.output
+    tutorial = tmp_path / "tutorial"
+    res = run("tutorial", "--yes", "--keep", tutorial)
+    assert res.exit_code == 0 and "It is in git, its files committed." in res.output
+    assert subprocess.run(["git", "-C", str(tutorial), "diff", "--quiet"]).returncode == 1  # what the tutorial wrote
