@@ -163,7 +163,8 @@ def generate_header(tree: PytorchTree, yaml_text: str) -> tuple[str | None, str]
             fh.write(yaml_text)
         out_dir = os.path.join(tmp, "out")
         try:
-            proc = child.run([sys.executable, "-c", _GENERATOR, root, yaml_path, tags, out_dir], text=True, timeout=TIMEOUT, cwd=tmp)
+            # (-B: importing the tree's torchgen writes no __pycache__ into the checkout: a dry run writes nothing)
+            proc = child.run([sys.executable, "-B", "-c", _GENERATOR, root, yaml_path, tags, out_dir], text=True, timeout=TIMEOUT, cwd=tmp)
         except (OSError, subprocess.SubprocessError) as exc:
             return None, f"torchgen could not be run ({exc})"
         if proc.returncode != 0:
