@@ -11,8 +11,24 @@ try:
     import signal
     import sys
 
-    def _terminated(signum, _frame):
+    def _in_importlib(frame) -> bool:
+        return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+    def _terminated(signum, frame):
+        if _in_importlib(frame):
+            # (importlib's own code runs callbacks for its module locks where an exception is
+            # printed as "Exception ignored" and dropped: the signal is sent again, and taken
+            # at an instruction outside importlib, an import's module code or after it;
+            # os.kill, where signal.raise_signal would run this handler again at once)
+            os.kill(os.getpid(), signum)
+            return
         raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def _interrupt(signum, frame):
+        if _in_importlib(frame):
+            os.kill(os.getpid(), signum)
+            return
+        signal.default_int_handler(signum, frame)
 
     # SIGTERM and SIGHUP end mpsgen as Ctrl-C does, from here on: exit 130 with a message, a
     # compiler's process group killed, a write finished or not begun (apply holds all three
@@ -20,6 +36,8 @@ try:
     for _name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, _name):
             signal.signal(getattr(signal, _name), _terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
 
     def _interrupted() -> None:
         try:
