@@ -11,22 +11,40 @@ try:
     import signal
     import sys
 
+    _deferred: list[int] = []  # a signal that landed in importlib's own code
+
     def _in_importlib(frame) -> bool:
         return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
 
-    def _terminated(signum, frame):
+    def _defer(signum: int) -> bool:
+        """Whether the signal is taken a moment later: importlib runs callbacks for its module
+        locks in which an exception is printed as "Exception ignored" and dropped (and the
+        command runs on), so one that lands in importlib's code is handed, 2 ms on, to the
+        handler of the signal then (this one again, or apply's, which holds it)."""
+        if not hasattr(signal, "setitimer"):
+            return False
+        _deferred.append(signum)
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
+        return True
+
+    def _later(_alarm, frame):
+        if not _deferred:
+            return
         if _in_importlib(frame):
-            # (importlib's own code runs callbacks for its module locks where an exception is
-            # printed as "Exception ignored" and dropped: the signal is sent again, and taken
-            # at an instruction outside importlib, an import's module code or after it;
-            # os.kill, where signal.raise_signal would run this handler again at once)
-            os.kill(os.getpid(), signum)
+            signal.setitimer(signal.ITIMER_REAL, 0.002)
+            return
+        signum = _deferred.pop(0)
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            handler(signum, frame)
+
+    def _terminated(signum, frame):
+        if _in_importlib(frame) and _defer(signum):
             return
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     def _interrupt(signum, frame):
-        if _in_importlib(frame):
-            os.kill(os.getpid(), signum)
+        if _in_importlib(frame) and _defer(signum):
             return
         signal.default_int_handler(signum, frame)
 
@@ -38,6 +56,8 @@ try:
             signal.signal(getattr(signal, _name), _terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)
+    if hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, _later)
 
     def _interrupted() -> None:
         try:
@@ -50,9 +70,10 @@ try:
         """End the process with ``code`` once the run is over and said so: SIGINT, SIGTERM and
         SIGHUP are blocked from here on (one now comes after the outcome was told; the
         interpreter's shutdown would let it kill the process, exit 129/143, after a report
-        that said otherwise), output is flushed, and the heap is not torn down."""
+        that said otherwise; SIGALRM too, which hands on a deferred one), output is flushed, and
+        the heap is not torn down."""
         if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)})
+            signal.pthread_sigmask(signal.SIG_BLOCK, {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM") if hasattr(signal, n)})
         for stream in (sys.stdout, sys.stderr):  # (a closed or full one: the run said so already)
             try:
                 stream.flush()
@@ -77,6 +98,15 @@ try:
                 from mpsgen.cli.app import main as cli_main  # (local: the typer app, for the other commands only)
         except KeyboardInterrupt:
             _interrupted()
+        except BaseException as exc:
+            # an interrupt the interpreter wrapped (a class body's __set_name__ turns it into a
+            # RuntimeError whose cause it is) is still an interrupt
+            cause, seen = exc, 0
+            while cause is not None and seen < 50:
+                if isinstance(cause, KeyboardInterrupt):
+                    _interrupted()
+                cause, seen = cause.__cause__ or cause.__context__, seen + 1
+            raise
         if check:
             kept: list = []
             _finish(check_main(sys.argv[2:], keep=kept))
