@@ -266,8 +266,8 @@ def _compile_error(spec: OpSpec, stderr: str, source: str, first: int, last: int
         )
     lines = source.split("\n")
     # (the functor's lines are driver.cpp's: an error of metal_shim.h is not one of them)
-    errors = compiler_errors(stderr, file="driver.cpp", fatal=False)
-    error = first_inside(errors, first, last)
+    errors = compiler_errors(stderr, fatal=False)
+    error = first_inside([e for e in errors if e.file.endswith("driver.cpp")], first, last)
     if error is not None:
         n = error.line
         return BadInput(
