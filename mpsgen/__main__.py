@@ -11,6 +11,8 @@ try:
     import signal
     import sys
 
+    from mpsgen.core.errors import caused_by_interrupt
+
     _deferred: list[int] = []  # a signal that landed in importlib's own code
 
     def _in_importlib(frame) -> bool:
@@ -99,13 +101,8 @@ try:
         except KeyboardInterrupt:
             _interrupted()
         except BaseException as exc:
-            # an interrupt the interpreter wrapped (a class body's __set_name__ turns it into a
-            # RuntimeError whose cause it is) is still an interrupt
-            cause, seen = exc, 0
-            while cause is not None and seen < 50:
-                if isinstance(cause, KeyboardInterrupt):
-                    _interrupted()
-                cause, seen = cause.__cause__ or cause.__context__, seen + 1
+            if caused_by_interrupt(exc):  # (an interrupt the interpreter wrapped is still one)
+                _interrupted()
             raise
         if check:
             kept: list = []

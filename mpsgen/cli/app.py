@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 
 from mpsgen.cli import onboarding, ops, recover, trial
 from mpsgen.cli.output import APPLYING, REPORTED, err, fail, interrupt_message
-from mpsgen.core.errors import blank_value
+from mpsgen.core.errors import blank_value, caused_by_interrupt
 
 
 class _Group(TyperGroup):
@@ -139,7 +139,7 @@ def main() -> None:
     except BaseException as exc:
         # a library may wrap an interrupt in its own error (libcst re-raises a KeyboardInterrupt
         # from inside its code generator as an error carrying a dump of the tree)
-        if _interrupted(exc):
+        if caused_by_interrupt(exc):
             err.print(interrupt_message())
             sys.exit(130)
         raise
@@ -158,19 +158,11 @@ def _option_before_its_command(exc) -> None:
     sub = group.get_command(ctx, command) if command is not None else None
     if sub is None or not any(exc.option_name in getattr(p, "opts", ()) for p in sub.params):
         return
+    import shlex  # (local: only this error's hint needs it)
+
     at = args.index(command)
-    fixed = " ".join(["mpsgen", *args[: at + 1][-1:], *args[:at], *args[at + 1 :]])
+    fixed = shlex.join(["mpsgen", command, *args[:at], *args[at + 1 :]])
     err.print(f"hint: {exc.option_name} is an option of `mpsgen {command}`: it goes after the command's name, as in `{fixed}`.")
-
-
-def _interrupted(exc: BaseException | None) -> bool:
-    seen = 0
-    while exc is not None and seen < 50:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
 
 
 if __name__ == "__main__":

@@ -77,3 +77,16 @@ def blank_value(flag: str, values) -> BadInput | None:
                 hint=f"Give {flag} a value, or leave {flag} out.",
             )
     return None
+
+
+def caused_by_interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt, or an error raised on account of one: the
+    interpreter wraps one in a class body's ``__set_name__`` (a RuntimeError whose cause it
+    is), and a library may re-raise one as its own error."""
+    seen = 0
+    while exc is not None and seen < 50:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

@@ -94,11 +94,13 @@ def remove_mpsgraph_impls(changeset: Changeset, rel: str, text: str, impls, op_n
 
 def find_impls(tree: PytorchTree, kernels: set[str]) -> dict[str, list[FoundImpl]]:
     """kernel -> its MPSGraph definitions under mps/operations, with their extents: the files
-    the host facts place them in (:func:`find_impl_sites`) are scanned whole (``scan_mm``)."""
+    whose host facts define one (as :func:`find_impl_sites` reads them) are scanned whole (``scan_mm``)."""
     found: dict[str, list[FoundImpl]] = {}
-    files = dict.fromkeys(site.path for sites in find_impl_sites(tree, kernels).values() for site in sites)
-    for rel in sorted(files, key=mm_files(tree).index):
-        for impl in scan_mm(tree.read(rel, what="MPSGraph source").text).impls:
+    for rel in mm_files(tree) if kernels else ():
+        text = tree.read(rel, what="MPSGraph source").text
+        if not any(d.name in kernels for d, _form in mpsgraph_definitions(host_file(rel, text))):
+            continue
+        for impl in scan_mm(text).impls:
             if impl.kernel in kernels:
                 found.setdefault(impl.kernel, []).append(FoundImpl(rel, impl))
     return found

@@ -122,7 +122,7 @@ def _function_definitions(text: str, path: str, lines: Lines, macro_spans: Spans
         yield Definition(name, "function", path, lines.line(start), "static" in head.split())
 
 
-def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
+def scan_host(path: str, text: str) -> HostFile:
     lines = Lines(text)
     raw, macro_spans = raw_defines(text, lines)
     # object-like macros make nothing here (no instance of them is a statement)
@@ -157,7 +157,7 @@ def scan_host(path: str, text: str, memo: dict | None = None) -> HostFile:
             hf.uses.append(KernelUse(m.group(1), m.group(2), path, lines.line(m.start()), _enclosing_kernel_function(text, m.start())))
     function_macros = list(macros)
     if function_macros:
-        table = MacroTable(macros, memo=memo)
+        table = MacroTable(macros)
         for st in find_statements(text, lines, function_macros, macro_spans):
             args = st.args
             for stub, fn in table.findall(st.macro, _EXPANDED_DISPATCH):

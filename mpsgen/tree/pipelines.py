@@ -300,6 +300,7 @@ class MacroInstances:
         self._masked = masked
         self._defines = defines
         self._starts = [d[0] for d in defines]
+        self._params = {d[2]: d[3] for d in defines}
         self._macros = macros  # the macros holding a host_name
         self._table: tuple[dict, set, set] | None = None
         self._resolved: dict[str, tuple[list[tuple[str, ...]], bool]] = {}
@@ -359,7 +360,6 @@ class MacroInstances:
         out: list[tuple[str, ...]] = []
         # (a macro no line calls may still be called by a name some `##` pastes together)
         partial = depth > 8 or macro in uncalled or (not calls.get(macro) and "##" in self._masked)
-        params_of = {d[2]: d[3] for d in self._defines}
         for args, outer in calls.get(macro, ()) if depth <= 8 else ():
             if outer is None:
                 out.append(args)
@@ -367,7 +367,7 @@ class MacroInstances:
             sets, outer_partial = self.of(outer, depth + 1)
             partial |= outer_partial
             for bound in sets:
-                binding = dict(zip(params_of[outer], bound))
+                binding = dict(zip(self._params[outer], bound))
                 out.append(tuple(_substitute(a, binding) for a in args))
         self._resolved[macro] = (out, partial)
         return self._resolved[macro]
